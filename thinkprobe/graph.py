@@ -1,0 +1,353 @@
+"""Layers 3 and 4 of the extraction pipeline, node classification and the Thought Graph's invariants.
+
+A Thought Graph (paper §3.2) has one node per Thought Unit, in reading order, 8 node types in 4 families
+and 6 edge types. Edge directions, fixed here because the paper's rules need them consistent:
+
+* Every consecutive pair gets one forward edge ``v_{j-1} -> v_j`` (the sequential backbone), typed by
+  layer 3 as BRCH, ELAB or SEQ. A branch-class TU forces BRCH on its incoming edge.
+* BACK and SYNT point backwards, from the later TU to the earlier one it revises or integrates, so that
+  node rules 1-2 ("outgoing SYNT/BACK") label the revising or integrating TU, and cycles arise through the
+  forward backbone exactly as the paper's Appendix F describes.
+* Layer 3's cue overrides: a convergence-class TU ``v_j`` emits SYNT ``v_j -> v_{j-1}``; a
+  backtrack-class TU emits BACK ``v_j -> v_{j-1}``. Their forward edge is SEQ (the override replaces the
+  cosine decision for that transition).
+* CRIT (direct critique, our definition; the paper names the type but gives no rule): a backtrack-class
+  TU ``v_j`` emits CRIT ``v_j -> v_i`` to the earlier, non-adjacent TU (``i <= j-2``) it is most similar to,
+  when that cosine exceeds ``critique_similarity`` (0.50). That is the claim it answers; the adjacent one is
+  already covered by the BACK override. Added with layer 4, as in the paper's Algorithm 1.
+
+Layer 3 (paper §3.4): ``s_j = cos(e_{j-1}, e_j)``; ``tau_branch = P25(s)``, ``tau_elab = P65(s)``;
+``s_j < tau_branch`` -> BRCH, ``s_j >= tau_elab`` -> ELAB, else SEQ. Each TU with an incoming BRCH starts a
+new thematic segment.
+
+Layer 4 (paper §3.4): synthesis arcs and revision arcs (see :func:`cross_segment_arcs`). A segment's
+representative TU is the one closest to its centroid (our reading; the paper does not say).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from .params import ClassificationParams, CrossSegmentParams, TrajectoryParams
+
+NODE_TYPES = ("HYP", "RFR", "SPC", "JUS", "CRT", "MET", "SYN", "CMP")
+FAMILIES = {
+    "exploration": ("HYP", "RFR"),
+    "exploitation": ("SPC", "JUS"),
+    "metacognition": ("CRT", "MET"),
+    "integration": ("SYN", "CMP"),
+}
+FAMILY_OF = {t: fam for fam, types in FAMILIES.items() for t in types}
+EDGE_TYPES = ("SEQ", "BRCH", "ELAB", "BACK", "SYNT", "CRIT")
+LAYERS = ("l1", "l3", "l4")
+
+
+class InvariantError(ValueError):
+    """A Thought Graph violates one of the structural invariants of paper §3.2."""
+
+    def __init__(self, invariant: str, detail: str):
+        super().__init__(f"invariant '{invariant}' failed: {detail}")
+        self.invariant = invariant
+        self.detail = detail
+
+
+@dataclass
+class ThoughtGraph:
+    """Nodes (TUs) in reading order, their labels, and typed directed edges ``(source, target, type)``."""
+
+    texts: list[str]
+    offsets: list[tuple[int, int]]
+    boundaries: list[str]
+    node_types: list[str]
+    segments: list[int]
+    edges: list[tuple[int, int, str]]
+    embeddings: np.ndarray
+    n_tokens: list[int]
+    attrs: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def n(self) -> int:
+        return len(self.texts)
+
+    def edges_of(self, *types: str) -> list[tuple[int, int, str]]:
+        return [e for e in self.edges if e[2] in types]
+
+    def semantic_edges(self) -> list[tuple[int, int, str]]:
+        """``E_sem = E \\ E_SEQ`` (paper §3.3)."""
+        return [e for e in self.edges if e[2] != "SEQ"]
+
+    def nodes_of(self, *types: str) -> list[int]:
+        return [i for i, t in enumerate(self.node_types) if t in types]
+
+    def to_networkx(self):
+        """A ``networkx.MultiDiGraph`` with ``node_type``, ``text``, offsets and ``edge_type`` attributes."""
+        import networkx as nx
+
+        g = nx.MultiDiGraph(**self.attrs)
+        for i in range(self.n):
+            g.add_node(i, node_type=self.node_types[i], family=FAMILY_OF[self.node_types[i]],
+                       text=self.texts[i], start=self.offsets[i][0], end=self.offsets[i][1],
+                       boundary=self.boundaries[i], segment=self.segments[i], n_tokens=self.n_tokens[i])
+        for u, v, t in self.edges:
+            g.add_edge(u, v, key=t, edge_type=t)
+        return g
+
+    def to_node_link(self) -> dict[str, Any]:
+        """networkx node-link JSON data (``edges`` key), readable by ``networkx.node_link_graph``."""
+        import networkx as nx
+
+        return nx.node_link_data(self.to_networkx(), edges="edges")
+
+    @classmethod
+    def from_node_link(cls, data: dict[str, Any], embeddings: np.ndarray) -> "ThoughtGraph":
+        nodes = sorted(data["nodes"], key=lambda d: d["id"])
+        edges = [(int(e["source"]), int(e["target"]), e["edge_type"]) for e in data.get("edges", data.get("links", []))]
+        return cls(
+            texts=[d["text"] for d in nodes],
+            offsets=[(d["start"], d["end"]) for d in nodes],
+            boundaries=[d["boundary"] for d in nodes],
+            node_types=[d["node_type"] for d in nodes],
+            segments=[d["segment"] for d in nodes],
+            edges=edges,
+            embeddings=embeddings,
+            n_tokens=[d["n_tokens"] for d in nodes],
+            attrs=dict(data.get("graph", {})),
+        )
+
+
+def semantic_trajectory(boundaries: list[str], emb: np.ndarray, params: TrajectoryParams):
+    """Layer 3: forward edges with BRCH/ELAB/SEQ, cue overrides, segments and the two thresholds.
+
+    Returns ``(edges, segments, thresholds)``.
+    """
+    n = len(boundaries)
+    sims = np.einsum("ij,ij->i", emb[:-1], emb[1:]) if n > 1 else np.zeros(0)
+    if sims.size:
+        tau_branch = float(np.percentile(sims, params.branch_percentile))
+        tau_elab = float(np.percentile(sims, params.elab_percentile))
+    else:
+        tau_branch = tau_elab = None
+    edges: list[tuple[int, int, str]] = []
+    segments = [0] * n
+    seg = 0
+    for j in range(1, n):
+        s = sims[j - 1]
+        b = boundaries[j]
+        if b == "branch":
+            kind = "BRCH"
+        elif b == "convergence":
+            kind = "SEQ"
+            edges.append((j, j - 1, "SYNT"))
+        elif b == "backtrack":
+            kind = "SEQ"
+            edges.append((j, j - 1, "BACK"))
+        elif s < tau_branch:  # type: ignore[operator]  (n > 1 here, so both thresholds are set)
+            kind = "BRCH"
+        elif s >= tau_elab:  # type: ignore[operator]
+            kind = "ELAB"
+        else:
+            kind = "SEQ"
+        edges.append((j - 1, j, kind))
+        if kind == "BRCH":
+            seg += 1
+        segments[j] = seg
+    return edges, segments, {"tau_branch": tau_branch, "tau_elab": tau_elab}
+
+
+def cross_segment_arcs(boundaries: list[str], emb: np.ndarray, segments: list[int], params: CrossSegmentParams,
+                       sim: np.ndarray | None = None):
+    """Layer 4: synthesis arcs, revision arcs and CRIT; returns ``(edges, boundaries)``.
+
+    Synthesis: for each ``v_j``, the prior segments (index below ``v_j``'s own) whose centroid has cosine
+    ``> synthesis_similarity`` with ``e_j``; with at least ``synthesis_min_segments`` of them, ``v_j`` emits
+    SYNT to each one's representative TU and becomes convergence-class.
+
+    Revision: for ``j > revision_min_index``, among ``v_i`` in another segment with ``j - i >=
+    revision_min_gap`` and some TU in ``(i, i + revision_divergence_window)`` with cosine
+    ``< revision_divergence_similarity`` to ``v_i``, take the most similar; if its cosine ``>
+    revision_similarity``, emit BACK ``v_j -> v_i``.
+    """
+    n = len(boundaries)
+    boundaries = list(boundaries)
+    edges: list[tuple[int, int, str]] = []
+    if n == 0:
+        return edges, boundaries
+    sim = emb @ emb.T if sim is None else sim
+    seg_arr = np.asarray(segments)
+    n_seg = int(seg_arr.max()) + 1
+    reps, cents = [], []
+    for s in range(n_seg):
+        members = np.flatnonzero(seg_arr == s)
+        centroid = emb[members].mean(axis=0)
+        norm = np.linalg.norm(centroid)
+        centroid = centroid / norm if norm > 0 else centroid
+        cents.append(centroid)
+        reps.append(int(members[np.argmax(emb[members] @ centroid)]))
+    cents = np.asarray(cents)
+    cent_sim = emb @ cents.T  # [n, n_seg]
+
+    for j in range(n):
+        prior = np.arange(segments[j])
+        if prior.size >= params.synthesis_min_segments:
+            bridged = prior[cent_sim[j, prior] > params.synthesis_similarity]
+            if len(bridged) >= params.synthesis_min_segments:
+                for t in dict.fromkeys(reps[s] for s in bridged):
+                    edges.append((j, t, "SYNT"))
+                boundaries[j] = "convergence"
+
+    divergent = np.zeros(n, dtype=bool)  # some TU in (i, i+window) has sim < threshold to v_i
+    for i in range(n):
+        hi = min(n, i + params.revision_divergence_window)
+        if i + 1 < hi and np.any(sim[i, i + 1:hi] < params.revision_divergence_similarity):
+            divergent[i] = True
+    for j in range(params.revision_min_index + 1, n):
+        last = j - params.revision_min_gap
+        if last < 0:
+            continue
+        cand = np.arange(last + 1)
+        cand = cand[(seg_arr[cand] != segments[j]) & divergent[cand]]
+        if cand.size:
+            i = int(cand[np.argmax(sim[j, cand])])
+            if sim[j, i] > params.revision_similarity:
+                edges.append((j, i, "BACK"))
+
+    for j in range(2, n):
+        if boundaries[j] == "backtrack":
+            i = int(np.argmax(sim[j, :j - 1]))
+            if sim[j, i] > params.critique_similarity:
+                edges.append((j, i, "CRIT"))
+    return edges, boundaries
+
+
+def classify_nodes(boundaries: list[str], edges: list[tuple[int, int, str]], emb: np.ndarray,
+                   params: ClassificationParams) -> list[str]:
+    """Node types by the paper's 9-rule priority hierarchy (§3.4, "Node classification").
+
+    1. outgoing SYNT to >= 2 targets -> SYN; 2. any outgoing BACK -> CRT; 3. meta -> MET;
+    4. incoming BRCH and 0.25 < cos(v, v0) < 0.72 -> RFR; 5. incoming BRCH otherwise -> HYP;
+    6. contrast -> CMP; 7. support -> JUS; 8. convergence -> SYN; 9. v0 -> HYP, all others -> SPC.
+    """
+    n = len(boundaries)
+    synt_targets: list[set[int]] = [set() for _ in range(n)]
+    back_out = [False] * n
+    brch_in = [False] * n
+    for u, v, t in edges:
+        if t == "SYNT":
+            synt_targets[u].add(v)
+        elif t == "BACK":
+            back_out[u] = True
+        elif t == "BRCH":
+            brch_in[v] = True
+    to_root = emb @ emb[0] if n else np.zeros(0)
+    types = []
+    for i in range(n):
+        b = boundaries[i]
+        if len(synt_targets[i]) >= 2:
+            t = "SYN"
+        elif back_out[i]:
+            t = "CRT"
+        elif b == "meta":
+            t = "MET"
+        elif brch_in[i] and params.reframe_min_similarity < to_root[i] < params.reframe_max_similarity:
+            t = "RFR"
+        elif brch_in[i]:
+            t = "HYP"
+        elif b == "contrast":
+            t = "CMP"
+        elif b == "support":
+            t = "JUS"
+        elif b == "convergence":
+            t = "SYN"
+        elif i == 0:
+            t = "HYP"
+        else:
+            t = "SPC"
+        types.append(t)
+    return types
+
+
+def check_invariants(graph: ThoughtGraph) -> None:
+    """Raise :class:`InvariantError` naming the first invariant of paper §3.2 that ``graph`` violates.
+
+    (i) no self-loops; (ii) valid endpoints; (iii) the ELAB subgraph is acyclic; (iv) every node is
+    reachable from v0; (v) at least one exploration-family node (HYP or RFR).
+    """
+    n = graph.n
+    if n == 0:
+        raise InvariantError("non-empty", "the graph has no nodes")
+    for u, v, t in graph.edges:
+        if u == v:
+            raise InvariantError("no-self-loops", f"{t} edge {u}->{v}")
+    for u, v, t in graph.edges:
+        if not (0 <= u < n and 0 <= v < n):
+            raise InvariantError("valid-endpoints", f"{t} edge {u}->{v} with {n} nodes")
+        if t not in EDGE_TYPES:
+            raise InvariantError("valid-endpoints", f"unknown edge type {t!r}")
+    elab = [[] for _ in range(n)]
+    indeg = [0] * n
+    for u, v, t in graph.edges:
+        if t == "ELAB":
+            elab[u].append(v)
+            indeg[v] += 1
+    queue = [i for i in range(n) if indeg[i] == 0]
+    seen = 0
+    while queue:
+        u = queue.pop()
+        seen += 1
+        for v in elab[u]:
+            indeg[v] -= 1
+            if indeg[v] == 0:
+                queue.append(v)
+    if seen != n:
+        raise InvariantError("elab-acyclic", "the ELAB subgraph has a cycle")
+    adj = [[] for _ in range(n)]
+    for u, v, _ in graph.edges:
+        adj[u].append(v)
+    reached = [False] * n
+    reached[0] = True
+    stack = [0]
+    while stack:
+        u = stack.pop()
+        for v in adj[u]:
+            if not reached[v]:
+                reached[v] = True
+                stack.append(v)
+    if not all(reached):
+        raise InvariantError("reachable-from-v0", f"node {reached.index(False)} is not reachable from v0")
+    if not any(FAMILY_OF[t] == "exploration" for t in graph.node_types):
+        raise InvariantError("exploration-node", "no HYP or RFR node")
+
+
+def build_graph(texts: list[str], offsets: list[tuple[int, int]], boundaries: list[str], emb: np.ndarray,
+                n_tokens: list[int], trajectory: TrajectoryParams, cross: CrossSegmentParams,
+                classification: ClassificationParams, layers: str = "l4",
+                attrs: dict[str, Any] | None = None) -> ThoughtGraph:
+    """Assemble a Thought Graph from TUs and their embeddings, running layers up to ``layers``.
+
+    ``layers``: ``"l1"`` keeps only the SEQ backbone (structural boundaries only), ``"l3"`` adds the
+    semantic trajectory, ``"l4"`` adds cross-segment arcs. Invariants are checked; a violation raises
+    :class:`InvariantError`.
+    """
+    if layers not in LAYERS:
+        raise ValueError(f"layers must be one of {LAYERS}, got {layers!r}")
+    n = len(texts)
+    attrs = dict(attrs or {})
+    final_boundaries = list(boundaries)
+    if layers == "l1":
+        edges = [(j - 1, j, "SEQ") for j in range(1, n)]
+        segments = [0] * n
+    else:
+        edges, segments, thresholds = semantic_trajectory(final_boundaries, emb, trajectory)
+        attrs.update(thresholds)
+        if layers == "l4":
+            extra, final_boundaries = cross_segment_arcs(final_boundaries, emb, segments, cross)
+            edges = edges + extra
+    edges = list(dict.fromkeys(edges))
+    types = classify_nodes(final_boundaries, edges, emb, classification)
+    graph = ThoughtGraph(list(texts), list(offsets), final_boundaries, types, segments, edges, emb,
+                         list(n_tokens), attrs)
+    check_invariants(graph)
+    return graph

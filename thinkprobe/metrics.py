@@ -1,0 +1,386 @@
+"""The 19 ThinkProbe metrics (paper §3.5, Appendix C), one function each, named for what it measures.
+
+Notation: ``G = (V, E)`` a Thought Graph, ``E_X`` its edges of type X, ``E_sem = E \\ E_SEQ``, ``V_T`` its
+nodes of type T, ``pos(u)`` a node's index, ``e_v`` a node's unit-norm embedding. The paper's Table 12 did
+not survive; each docstring states the formula we use and, where the text leaves a choice, which one we
+made. Ratios whose denominator is zero are 0 (a trace without the thing measured scores none of it), with
+two exceptions stated in their docstrings (EER, CHR, TPI divide by ``max(count, 1)``).
+
+Every example below runs as a doctest on :func:`example_graph`, a five-TU graph built by hand.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from itertools import combinations
+from typing import Callable
+
+import numpy as np
+
+from .graph import FAMILIES, ThoughtGraph
+from .lexicon import HedgeLexicon, load_hedges
+from .params import MetricParams
+
+DIMENSIONS: dict[str, tuple[str, ...]] = {
+    "Breadth": ("BF", "UPC", "DS", "FID"),
+    "Depth": ("MEC", "MBD"),
+    "Structure": ("EER", "BR", "CBC", "CI", "GD", "RvD"),
+    "Metacognition": ("CHR", "HD", "PT"),
+    "Efficiency": ("TPI", "RR", "AT", "ATU"),
+}
+METRIC_NAMES = tuple(m for ms in DIMENSIONS.values() for m in ms)
+LENGTH_METRICS = ("AT", "ATU", "TPI")  # the length-confounded metrics of Appendix G
+
+
+def example_graph() -> ThoughtGraph:
+    """Five TUs: HYP -ELAB-> SPC -BRCH-> RFR -SEQ-> CRT (BACK to 0) -BRCH-> SYN (SYNT to 0 and 2).
+
+    Embeddings are chosen so that TUs 0 and 1 are near-duplicates (cosine 0.8) and all other pairs are
+    orthogonal except TU 3 with TU 0 (0.6).
+    """
+    e = np.zeros((5, 4), dtype=np.float32)
+    e[0] = [1, 0, 0, 0]
+    e[1] = [0.8, 0.6, 0, 0]
+    e[2] = [0, 0, 1, 0]
+    e[3] = [0.6, -0.8 * 0.75, 0, 0.8 * np.sqrt(1 - 0.75 ** 2)]
+    e[4] = [0, 0, 0, 1]
+    e /= np.linalg.norm(e, axis=1, keepdims=True)
+    edges = [(0, 1, "ELAB"), (1, 2, "BRCH"), (2, 3, "SEQ"), (3, 0, "BACK"), (3, 4, "BRCH"),
+             (4, 0, "SYNT"), (4, 2, "SYNT")]
+    return ThoughtGraph(
+        texts=["Maybe it is a.", "It is a because b.", "Another view: c.", "Wait, a fails.", "So both hold."],
+        offsets=[(0, 14), (15, 33), (34, 50), (51, 65), (66, 79)],
+        boundaries=["none", "none", "none", "backtrack", "convergence"],
+        node_types=["HYP", "SPC", "RFR", "CRT", "SYN"],
+        segments=[0, 0, 1, 1, 2],
+        edges=edges, embeddings=e, n_tokens=[6, 7, 6, 6, 5])
+
+
+def _ratio(num: float, den: float) -> float:
+    return float(num) / den if den else 0.0
+
+
+# ---------------------------------------------------------------------------------------------- Breadth
+
+def branching_factor(g: ThoughtGraph) -> float:
+    """BF = |E_BRCH| / |V|: how often the trace opens a new direction, per node.
+
+    >>> branching_factor(example_graph())
+    0.4
+    """
+    return _ratio(len(g.edges_of("BRCH")), g.n)
+
+
+def unique_perspectives(g: ThoughtGraph) -> float:
+    """UPC = |V_RFR|: how many times the problem is reframed from a new angle.
+
+    >>> unique_perspectives(example_graph())
+    1.0
+    """
+    return float(len(g.nodes_of("RFR")))
+
+
+def average_linkage_clusters(emb: np.ndarray, min_similarity: float) -> int:
+    """Number of clusters when average-linkage agglomeration of unit vectors stops below ``min_similarity``.
+
+    Two clusters merge while their mean pairwise cosine is ``>= min_similarity`` (the same partition as
+    ``scipy.cluster.hierarchy`` average linkage on cosine distance cut at ``1 - min_similarity``).
+    """
+    n = len(emb)
+    if n <= 1:
+        return n
+    sim = (emb @ emb.T).astype(np.float64)
+    np.fill_diagonal(sim, -np.inf)
+    size = np.ones(n)
+    alive = np.ones(n, dtype=bool)
+    clusters = n
+    while clusters > 1:
+        masked = np.where(alive[:, None] & alive[None, :], sim, -np.inf)
+        a, b = np.unravel_index(np.argmax(masked), masked.shape)
+        if masked[a, b] < min_similarity:
+            break
+        merged = (size[a] * sim[a] + size[b] * sim[b]) / (size[a] + size[b])
+        sim[a, :] = merged
+        sim[:, a] = merged
+        sim[a, a] = -np.inf
+        size[a] += size[b]
+        alive[b] = False
+        sim[b, :] = -np.inf
+        sim[:, b] = -np.inf
+        clusters -= 1
+    return clusters
+
+
+def domain_spread(g: ThoughtGraph, similarity: float = MetricParams.domain_spread_similarity) -> float:
+    """DS = number of average-linkage clusters of the HYP embeddings at cosine similarity 0.45.
+
+    The paper names the threshold ("cosine threshold 0.45") but not the linkage; average linkage is the
+    standard choice for cosine geometry and is monotone, so the threshold cut is well defined.
+
+    >>> domain_spread(example_graph())
+    1.0
+    """
+    hyp = g.nodes_of("HYP")
+    return float(average_linkage_clusters(g.embeddings[hyp], similarity)) if hyp else 0.0
+
+
+def first_idea_diversity(g: ThoughtGraph, k: int = MetricParams.first_ideas) -> float:
+    """FID = mean over pairs of the first ``k`` (3) HYP nodes of ``1 - cos(e_u, e_v)``; 0 with < 2 HYP.
+
+    >>> first_idea_diversity(example_graph())
+    0.0
+    """
+    first = g.nodes_of("HYP")[:k]
+    if len(first) < 2:
+        return 0.0
+    e = g.embeddings[first]
+    return float(np.mean([1.0 - float(e[a] @ e[b]) for a, b in combinations(range(len(first)), 2)]))
+
+
+# ------------------------------------------------------------------------------------------------ Depth
+
+def max_elaboration_chain(g: ThoughtGraph) -> float:
+    """MEC = length in edges of the longest directed path of the ELAB subgraph (acyclic by invariant iii).
+
+    >>> max_elaboration_chain(example_graph())
+    1.0
+    """
+    succ: dict[int, list[int]] = {}
+    indeg = [0] * g.n
+    for u, v, _ in g.edges_of("ELAB"):
+        succ.setdefault(u, []).append(v)
+        indeg[v] += 1
+    longest = [0] * g.n
+    queue = deque(i for i in range(g.n) if indeg[i] == 0)
+    while queue:
+        u = queue.popleft()
+        for v in succ.get(u, ()):
+            longest[v] = max(longest[v], longest[u] + 1)
+            indeg[v] -= 1
+            if indeg[v] == 0:
+                queue.append(v)
+    return float(max(longest, default=0))
+
+
+def mean_branch_depth(g: ThoughtGraph) -> float:
+    """MBD = mean shortest-path distance from each source to each node it reaches in ``(V, E_sem)``.
+
+    Sources are nodes with in-degree 0 in the semantic subgraph; pairs are (source, reached node other
+    than the source); 0 when there is no such pair.
+
+    >>> mean_branch_depth(example_graph())  # from the only source, TU 3: 0 and 4 at 1, then 1 and 2 at 2
+    1.5
+    """
+    succ: list[list[int]] = [[] for _ in range(g.n)]
+    indeg = [0] * g.n
+    for u, v, _ in g.semantic_edges():
+        succ[u].append(v)
+        indeg[v] += 1
+    total = count = 0
+    for s in range(g.n):
+        if indeg[s]:
+            continue
+        dist = {s: 0}
+        queue = deque([s])
+        while queue:
+            u = queue.popleft()
+            for v in succ[u]:
+                if v not in dist:
+                    dist[v] = dist[u] + 1
+                    queue.append(v)
+        total += sum(dist.values())
+        count += len(dist) - 1
+    return _ratio(total, count)
+
+
+# -------------------------------------------------------------------------------------------- Structure
+
+def exploration_exploitation_ratio(g: ThoughtGraph) -> float:
+    """EER = |V_HYP ∪ V_RFR| / max(|V_SPC ∪ V_JUS|, 1): generative over elaborative moves.
+
+    Families (paper Table 1, reconstructed): exploration = HYP, RFR; exploitation = SPC, JUS;
+    metacognition = CRT, MET; integration = SYN, CMP. The ``max(., 1)`` keeps the ratio finite for a trace
+    with no elaboration (the exploration count itself is then the score).
+
+    >>> exploration_exploitation_ratio(example_graph())
+    2.0
+    """
+    explore = len(g.nodes_of(*FAMILIES["exploration"]))
+    exploit = len(g.nodes_of(*FAMILIES["exploitation"]))
+    return explore / max(exploit, 1)
+
+
+def backtracking_rate(g: ThoughtGraph) -> float:
+    """BR = |E_BACK| / |E_sem|: the share of semantic edges that are revision arcs.
+
+    >>> round(backtracking_rate(example_graph()), 4)
+    0.1667
+    """
+    return _ratio(len(g.edges_of("BACK")), len(g.semantic_edges()))
+
+
+def cross_branch_connectivity(g: ThoughtGraph) -> float:
+    """CBC = |joined segment pairs| / C(k, 2) over the k thematic segments (0 when k < 2).
+
+    A pair of segments is joined when one TU integrates both: the TU's own segment and the segments of
+    its SYNT targets are pairwise joined.
+
+    >>> round(cross_branch_connectivity(example_graph()), 4)
+    1.0
+    """
+    k = max(g.segments, default=0) + 1
+    if k < 2:
+        return 0.0
+    groups: dict[int, set[int]] = {}
+    for u, v, _ in g.edges_of("SYNT"):
+        groups.setdefault(u, {g.segments[u]}).add(g.segments[v])
+    joined = {pair for segs in groups.values() for pair in combinations(sorted(segs), 2)}
+    return len(joined) / (k * (k - 1) / 2)
+
+
+def convergence_index(g: ThoughtGraph) -> float:
+    """CI = mean SYNT-degree of SYN nodes / mean SYNT-degree of all nodes (degree = in + out).
+
+    Above 1 when synthesis concentrates at SYN nodes; 0 without SYN nodes or SYNT edges.
+
+    >>> round(convergence_index(example_graph()), 4)
+    2.5
+    """
+    synt = g.edges_of("SYNT")
+    syn = g.nodes_of("SYN")
+    if not synt or not syn:
+        return 0.0
+    deg = np.zeros(g.n)
+    for u, v, _ in synt:
+        deg[u] += 1
+        deg[v] += 1
+    return float(deg[syn].mean() / deg.mean())
+
+
+def graph_density(g: ThoughtGraph) -> float:
+    """GD = |{(u, v) : some semantic edge u -> v}| / (|V| (|V| - 1)).
+
+    Ordered pairs are counted once even when two edge types join them, so GD stays in [0, 1].
+
+    >>> graph_density(example_graph())
+    0.3
+    """
+    if g.n < 2:
+        return 0.0
+    pairs = {(u, v) for u, v, _ in g.semantic_edges()}
+    return len(pairs) / (g.n * (g.n - 1))
+
+
+def revision_depth(g: ThoughtGraph) -> float:
+    """RvD = mean of |pos(u) - pos(v)| over BACK edges (0 without BACK edges).
+
+    >>> revision_depth(example_graph())
+    3.0
+    """
+    back = g.edges_of("BACK")
+    return float(np.mean([abs(u - v) for u, v, _ in back])) if back else 0.0
+
+
+# ---------------------------------------------------------------------------------------- Metacognition
+
+def critique_hypothesis_ratio(g: ThoughtGraph) -> float:
+    """CHR = |V_CRT| / max(|V_HYP|, 1): how often the model critiques its own hypotheses.
+
+    >>> critique_hypothesis_ratio(example_graph())
+    1.0
+    """
+    return len(g.nodes_of("CRT")) / max(len(g.nodes_of("HYP")), 1)
+
+
+def hedging_density(g: ThoughtGraph, hedges: HedgeLexicon | None = None) -> float:
+    """HD = fraction of TUs containing at least one hedge of the lexicon (might, perhaps, possibly, ...).
+
+    >>> hedging_density(example_graph())
+    0.2
+    """
+    hedges = hedges or load_hedges()
+    return _ratio(sum(hedges.contains_hedge(t) for t in g.texts), g.n)
+
+
+def perspective_taking(g: ThoughtGraph) -> float:
+    """PT = |V_RFR| / |V|: the share of TUs that reframe the problem.
+
+    >>> perspective_taking(example_graph())
+    0.2
+    """
+    return _ratio(len(g.nodes_of("RFR")), g.n)
+
+
+# ------------------------------------------------------------------------------------------- Efficiency
+
+def avg_tokens(g: ThoughtGraph) -> float:
+    """AT = total tokens of the trace's TUs (per trace; a model's value is the mean over its traces).
+
+    >>> avg_tokens(example_graph())
+    30.0
+    """
+    return float(sum(g.n_tokens))
+
+
+def avg_tus(g: ThoughtGraph) -> float:
+    """ATU = |V| (per trace; a model's value is the mean over its traces).
+
+    >>> avg_tus(example_graph())
+    5.0
+    """
+    return float(g.n)
+
+
+def tokens_per_idea(g: ThoughtGraph) -> float:
+    """TPI = total tokens / max(UPC, 1): verbal economy per reframed idea.
+
+    The paper divides by UPC (|V_RFR|); a trace with no reframing divides by 1 so TPI is its length.
+
+    >>> tokens_per_idea(example_graph())
+    30.0
+    """
+    return avg_tokens(g) / max(unique_perspectives(g), 1.0)
+
+
+def redundancy_ratio(g: ThoughtGraph, similarity: float = MetricParams.redundancy_similarity) -> float:
+    """RR = fraction of unordered TU pairs with cosine > 0.75 (0 with fewer than two TUs).
+
+    >>> redundancy_ratio(example_graph())
+    0.1
+    """
+    if g.n < 2:
+        return 0.0
+    sim = g.embeddings @ g.embeddings.T
+    upper = sim[np.triu_indices(g.n, k=1)]
+    return float(np.count_nonzero(upper > similarity) / upper.size)
+
+
+# ------------------------------------------------------------------------------------------------ all 19
+
+def compute_metrics(g: ThoughtGraph, params: MetricParams | None = None,
+                    hedges: HedgeLexicon | None = None) -> dict[str, float]:
+    """All 19 metrics of ``g``, keyed by their abbreviations in the order of :data:`METRIC_NAMES`."""
+    params = params or MetricParams()
+    hedges = hedges or load_hedges(params.hedge_lexicon or None)
+    fns: dict[str, Callable[[], float]] = {
+        "BF": lambda: branching_factor(g),
+        "UPC": lambda: unique_perspectives(g),
+        "DS": lambda: domain_spread(g, params.domain_spread_similarity),
+        "FID": lambda: first_idea_diversity(g, params.first_ideas),
+        "MEC": lambda: max_elaboration_chain(g),
+        "MBD": lambda: mean_branch_depth(g),
+        "EER": lambda: exploration_exploitation_ratio(g),
+        "BR": lambda: backtracking_rate(g),
+        "CBC": lambda: cross_branch_connectivity(g),
+        "CI": lambda: convergence_index(g),
+        "GD": lambda: graph_density(g),
+        "RvD": lambda: revision_depth(g),
+        "CHR": lambda: critique_hypothesis_ratio(g),
+        "HD": lambda: hedging_density(g, hedges),
+        "PT": lambda: perspective_taking(g),
+        "TPI": lambda: tokens_per_idea(g),
+        "RR": lambda: redundancy_ratio(g, params.redundancy_similarity),
+        "AT": lambda: avg_tokens(g),
+        "ATU": lambda: avg_tus(g),
+    }
+    return {name: float(fns[name]()) for name in METRIC_NAMES}
