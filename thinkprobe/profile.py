@@ -19,7 +19,7 @@ import pandas as pd
 
 from .metrics import DIMENSIONS, METRIC_NAMES
 
-ID_COLUMNS = ("trace_id", "model", "question_id", "run", "domain")
+ID_COLUMNS = ("trace_id", "model", "question_set", "question_id", "run", "domain")
 
 
 def zscores(metrics: pd.DataFrame, columns: Iterable[str] = METRIC_NAMES) -> tuple[pd.DataFrame, pd.DataFrame]:

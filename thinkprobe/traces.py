@@ -12,6 +12,7 @@ reason, and reading goes on with the next record.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import re
@@ -116,26 +117,21 @@ def trace_from_record(record: Any, default_id: str, source: str, require_think: 
     """Turn one JSON record into a :class:`Trace`, or an :class:`Exclusion` saying what is wrong with it."""
     if not isinstance(record, dict):
         return Exclusion(safe_id(default_id), f"record is a {type(record).__name__}, not a JSON object", source)
-    trace_id = safe_id(_first(record, ID_FIELDS) or default_id)
-    meta = {
-        "model": str(record.get("model") or ""),
-        "question_id": str(_first(record, QUESTION_FIELDS) or ""),
-        "run": str(record.get("run") if record.get("run") is not None else ""),
-        "domain": str(record.get("domain") or record.get("category") or ""),
-    }
+    ids = RawRecord(default_id, source, record, None, "").ids()
+    trace_id = ids.pop("trace_id")
     reasoning = _first(record, REASONING_FIELDS)
     if reasoning is not None:
         if not isinstance(reasoning, str):
             return Exclusion(trace_id, f"reasoning field is a {type(reasoning).__name__}, not a string", source)
         ext = extract_reasoning(reasoning, require_think=False)
-        return Trace(trace_id, ext.text or "", source=source, truncated=ext.truncated, offset=ext.offset, **meta)
+        return Trace(trace_id, ext.text or "", source=source, truncated=ext.truncated, offset=ext.offset, **ids)
     text = _first(record, TEXT_FIELDS)
     if text is None:
         return Exclusion(trace_id, "no reasoning: the record has none of the fields "
                          f"{list(REASONING_FIELDS) + list(TEXT_FIELDS)}", source)
     if not isinstance(text, str):
         return Exclusion(trace_id, f"text field is a {type(text).__name__}, not a string", source)
-    return _trace_from_text(text, trace_id, source, require_think, meta)
+    return _trace_from_text(text, trace_id, source, require_think, ids)
 
 
 def _trace_from_text(text: str, trace_id: str, source: str, require_think: bool, meta: dict[str, str]) -> Trace | Exclusion:
@@ -153,9 +149,37 @@ def _decode(data: bytes, trace_id: str, source: str) -> str | Exclusion:
         return Exclusion(trace_id, f"invalid UTF-8 at byte {exc.start}: {exc.reason}", source)
 
 
-def read_path(path: str | os.PathLike, require_think: bool = True,
-              max_bytes: int = InputParams.max_trace_bytes) -> Iterator[Trace | Exclusion]:
-    """Yield the traces of one file: plain text (one trace), JSON (a record or a list) or JSONL."""
+@dataclass(frozen=True)
+class RawRecord:
+    """One input item before reasoning extraction: a JSON record, or the text of a plain-text file."""
+
+    default_id: str
+    source: str  # file path plus locator: "path:LINE" (JSONL), "path#INDEX" (JSON list) or "path"
+    record: dict[str, Any] | None
+    text: str | None
+    sha256: str  # of the item's bytes (JSONL line, canonical JSON of a list item, or the file)
+
+    def ids(self) -> dict[str, str]:
+        """``trace_id``, ``model``, ``question_id``, ``run``, ``domain`` as the record states them (may be empty)."""
+        r = self.record if isinstance(self.record, dict) else {}
+        return {
+            "trace_id": safe_id(_first(r, ID_FIELDS) or self.default_id),
+            "model": str(r.get("model") or ""),
+            "question_id": str(_first(r, QUESTION_FIELDS) or ""),
+            "run": str(r.get("run") if r.get("run") is not None else ""),
+            "domain": str(r.get("domain") or r.get("category") or ""),
+        }
+
+
+def to_trace(raw: RawRecord, require_think: bool = True) -> Trace | Exclusion:
+    """Extract the reasoning of one raw input item."""
+    if raw.record is not None or raw.text is None:
+        return trace_from_record(raw.record, raw.default_id, raw.source, require_think)
+    return _trace_from_text(raw.text, raw.default_id, raw.source, require_think, {})
+
+
+def iter_records(path: str | os.PathLike, max_bytes: int = InputParams.max_trace_bytes) -> Iterator[RawRecord | Exclusion]:
+    """Yield the raw items of one file: plain text (one item), JSON (a record or a list) or JSONL."""
     path = Path(path)
     stem = safe_id(path.stem)
     src = str(path)
@@ -174,7 +198,7 @@ def read_path(path: str | os.PathLike, require_think: bool = True,
         yield Exclusion(stem, f"cannot read file: {exc.strerror or exc}", src)
         return
     if suffix in JSONL_SUFFIXES:
-        yield from _read_jsonl(data, stem, src, require_think)
+        yield from _jsonl_records(data, stem, src)
         return
     text = _decode(data, stem, src)
     if isinstance(text, Exclusion):
@@ -188,14 +212,17 @@ def read_path(path: str | os.PathLike, require_think: bool = True,
             return
         if isinstance(obj, list):
             for i, record in enumerate(obj, 1):
-                yield trace_from_record(record, f"{stem}-{i}", f"{src}#{i}", require_think)
+                canon = json.dumps(record, sort_keys=True, ensure_ascii=False).encode()
+                yield RawRecord(f"{stem}-{i}", f"{src}#{i}", record if isinstance(record, dict) else None,
+                                None if isinstance(record, dict) else record, hashlib.sha256(canon).hexdigest())
         else:
-            yield trace_from_record(obj, stem, src, require_think)
+            yield RawRecord(stem, src, obj if isinstance(obj, dict) else None, None if isinstance(obj, dict) else obj,
+                            hashlib.sha256(data).hexdigest())
         return
-    yield _trace_from_text(text, stem, src, require_think, {})
+    yield RawRecord(stem, src, None, text, hashlib.sha256(data).hexdigest())
 
 
-def _read_jsonl(data: bytes, stem: str, src: str, require_think: bool) -> Iterator[Trace | Exclusion]:
+def _jsonl_records(data: bytes, stem: str, src: str) -> Iterator[RawRecord | Exclusion]:
     for lineno, raw in enumerate(data.split(b"\n"), 1):
         if not raw.strip():
             continue
@@ -210,7 +237,15 @@ def _read_jsonl(data: bytes, stem: str, src: str, require_think: bool) -> Iterat
         except json.JSONDecodeError as exc:
             yield Exclusion(default_id, f"invalid JSON on line {lineno}: {exc.msg}", where)
             continue
-        yield trace_from_record(record, default_id, where, require_think)
+        yield RawRecord(default_id, where, record if isinstance(record, dict) else None,
+                        None if isinstance(record, dict) else record, hashlib.sha256(raw).hexdigest())
+
+
+def read_path(path: str | os.PathLike, require_think: bool = True,
+              max_bytes: int = InputParams.max_trace_bytes) -> Iterator[Trace | Exclusion]:
+    """Yield the traces of one file: plain text (one trace), JSON (a record or a list) or JSONL."""
+    for item in iter_records(path, max_bytes):
+        yield item if isinstance(item, Exclusion) else to_trace(item, require_think)
 
 
 def iter_files(paths: Iterable[str | os.PathLike]) -> Iterator[Path]:

@@ -1,0 +1,34 @@
+"""thinkprobe: reasoning traces -> Thought Graphs -> 19 metrics -> 5D cognitive profiles -> report.
+
+    snakemake --profile profiles/local                        # the embedded default (config/config.yaml)
+    snakemake --profile profiles/slurm --configfile my.yaml   # a study on a SLURM cluster
+    snakemake --report report.html                            # tables and figures with their provenance
+"""
+
+from snakemake.utils import min_version
+
+min_version("9.0")
+
+
+configfile: "config/config.yaml"
+
+
+include: "rules/common.smk"
+include: "rules/collect.smk"
+include: "rules/segment.smk"
+include: "rules/graph.smk"
+include: "rules/metrics.smk"
+include: "rules/report.smk"
+
+
+rule all:
+    default_target: True
+    input:
+        "results/tables/metrics.parquet",
+        "results/tables/exclusions.parquet",
+        "results/tables/profiles.parquet",
+        "results/figures/profile_radar.png",
+        "results/figures/metric_heatmap.png",
+        "results/report/metrics.html",
+        "results/report/exclusions.html",
+        "results/report/profiles.html",

@@ -1,0 +1,23 @@
+# Layers 3-4, node classification and invariants, one job per question shard.
+
+
+rule graph:
+    input:
+        segments=unit_files("segments", "json"),
+        embeddings=unit_files("embeddings", "npz"),
+    output:
+        unit_files("graphs", "json"),
+    params:
+        analysis=sections("trajectory", "cross_segment", "classification"),
+        code=CODE["graph"],
+    log:
+        "results/logs/graph/{question_set}/{question_id}.log",
+    group:
+        "analysis"
+    resources:
+        mem_mb=1000,
+        runtime=30,
+    conda:
+        "../envs/cpu.yaml"
+    script:
+        "../workflow/scripts/graph.py"

@@ -1,0 +1,58 @@
+# The 19 metrics per unit, then the study tables: metrics, exclusions and 5D cognitive profiles.
+
+
+rule metrics:
+    input:
+        graphs=unit_files("graphs", "json"),
+        embeddings=unit_files("embeddings", "npz"),
+    output:
+        unit_files("metrics", "json"),
+    params:
+        analysis=sections("metrics"),
+        hedge_lexicon=file_sha(ANALYSIS["metrics"]["hedge_lexicon"]),
+        code=CODE["metrics"],
+    log:
+        "results/logs/metrics/{question_set}/{question_id}.log",
+    group:
+        "analysis"
+    resources:
+        mem_mb=1000,
+        runtime=30,
+    conda:
+        "../envs/cpu.yaml"
+    script:
+        "../workflow/scripts/metrics.py"
+
+
+rule aggregate:
+    input:
+        all_unit_files("metrics", "json"),
+    output:
+        metrics="results/tables/metrics.parquet",
+        exclusions="results/tables/exclusions.parquet",
+    params:
+        problems=_tables_stage.describe_problems(PLAN.problems),
+        code=CODE["aggregate"],
+    log:
+        "results/logs/aggregate.log",
+    localrule: True
+    conda:
+        "../envs/cpu.yaml"
+    script:
+        "../workflow/scripts/aggregate.py"
+
+
+rule profiles:
+    input:
+        "results/tables/metrics.parquet",
+    output:
+        "results/tables/profiles.parquet",
+    params:
+        code=CODE["profiles"],
+    log:
+        "results/logs/profiles.log",
+    localrule: True
+    conda:
+        "../envs/cpu.yaml"
+    script:
+        "../workflow/scripts/profiles.py"

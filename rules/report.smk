@@ -1,0 +1,57 @@
+# Figures and report pages. `snakemake --report report.html` collects every item below with its caption;
+# each table page and each figure carries its own provenance (version, code hash, parameters, inputs).
+
+
+rule figures:
+    input:
+        "results/tables/profiles.parquet",
+    output:
+        radar=report(
+            "results/figures/profile_radar.png",
+            caption="../workflow/report/radar.rst",
+            category="Profiles",
+        ),
+        heatmap=report(
+            "results/figures/metric_heatmap.png",
+            caption="../workflow/report/heatmap.rst",
+            category="Profiles",
+        ),
+    params:
+        code=CODE["figures"],
+    log:
+        "results/logs/figures.log",
+    localrule: True
+    conda:
+        "../envs/cpu.yaml"
+    script:
+        "../workflow/scripts/figures.py"
+
+
+rule report_tables:
+    input:
+        metrics="results/tables/metrics.parquet",
+        exclusions="results/tables/exclusions.parquet",
+        profiles="results/tables/profiles.parquet",
+    output:
+        metrics=report(
+            "results/report/metrics.html",
+            caption="../workflow/report/metrics.rst",
+            category="Tables",
+        ),
+        exclusions=report(
+            "results/report/exclusions.html",
+            caption="../workflow/report/exclusions.rst",
+            category="Tables",
+        ),
+        profiles=report(
+            "results/report/profiles.html",
+            caption="../workflow/report/profiles.rst",
+            category="Tables",
+        ),
+    log:
+        "results/logs/report_tables.log",
+    localrule: True
+    conda:
+        "../envs/cpu.yaml"
+    script:
+        "../workflow/scripts/report_tables.py"

@@ -1,0 +1,26 @@
+# Layers 1-2 and the TU embeddings, one job per question shard (the encoder is loaded once per job).
+
+
+rule segment:
+    input:
+        unit_files("traces", "json"),
+    output:
+        segments=unit_files("segments", "json"),
+        embeddings=unit_files("embeddings", "npz"),
+    params:
+        analysis=sections("input", "segmentation", "texttiling", "encoder"),
+        cue_lexicon=file_sha(ANALYSIS["segmentation"]["cue_lexicon"]),
+        code=CODE["segment"],
+    log:
+        "results/logs/segment/{question_set}/{question_id}.log",
+    group:
+        "analysis"
+    threads: config["resources"]["analysis_threads"]
+    resources:
+        mem_mb=config["resources"]["analysis_mem_mb"],
+        runtime=60,
+        **GPU_RESOURCES,
+    conda:
+        "../envs/gpu.yaml" if config["resources"]["encoder_gpu"] else "../envs/cpu.yaml"
+    script:
+        "../workflow/scripts/segment.py"

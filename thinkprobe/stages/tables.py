@@ -1,0 +1,89 @@
+"""Aggregate stages: the metrics and exclusions tables, the 5D-CP table, and HTML tables for the report."""
+
+from __future__ import annotations
+
+import html
+import json
+from typing import Any
+
+import pandas as pd
+
+from ..metrics import METRIC_NAMES
+from ..outputs import atomic_write_text, provenance, read_table_metadata, sha256_file, write_table
+from ..profile import model_profiles, trace_profiles
+from .unitfiles import read_unit
+
+ID_COLUMNS = ["trace_id", "model", "question_set", "question_id", "run", "domain", "record_id"]
+EXCLUSION_COLUMNS = ["trace_id", "model", "question_set", "question_id", "run", "stage", "reason", "source"]
+AGGREGATE_MODULES = ["metrics", "outputs", "stages.unitfiles", "stages.tables"]
+PROFILE_MODULES = ["profile", "metrics", "outputs", "stages.tables"]
+
+
+def aggregate(metric_paths: list[str], problems: list[dict[str, str]], out_metrics: str,
+              out_exclusions: str) -> tuple[int, int]:
+    """One row per analysed unit (ids + 19 metrics); one row per excluded or missing unit and input problem."""
+    rows, excluded = [], []
+    for path in metric_paths:
+        doc = read_unit(path)
+        ids = {**doc["unit"], **{k: v for k, v in doc.get("ids", {}).items() if k not in doc["unit"]}}
+        unit_id = "/".join(doc["unit"][k] for k in ("model", "question_set", "question_id", "run"))
+        if doc["status"] == "ok":
+            rows.append({"trace_id": unit_id, **{c: ids.get(c, "") for c in ID_COLUMNS[1:]}, **doc["metrics"]})
+        else:
+            source = doc.get("ids", {}).get("source", "")
+            excluded.append({"trace_id": unit_id, **{c: doc["unit"][c] for c in ("model", "question_set",
+                                                                               "question_id", "run")},
+                             "stage": doc.get("stage") or "", "reason": doc.get("reason") or "", "source": source})
+    for p in problems:
+        excluded.append({"trace_id": p["trace_id"], "model": "", "question_set": "", "question_id": "", "run": "",
+                         "stage": p.get("stage", "input"), "reason": p["reason"], "source": p.get("source", "")})
+    prov = provenance(AGGREGATE_MODULES, {}, metric_paths)
+    write_table(out_metrics, pd.DataFrame(rows, columns=ID_COLUMNS + list(METRIC_NAMES)), prov)
+    write_table(out_exclusions, pd.DataFrame(excluded, columns=EXCLUSION_COLUMNS), prov)
+    return len(rows), len(excluded)
+
+
+def profiles_table(metrics_path: str, out_path: str, exclude: tuple[str, ...] = ()) -> pd.DataFrame:
+    """The 5D-CP per trace (``level = trace``) and per model (``level = model``), in one table."""
+    metrics = pd.read_parquet(metrics_path)
+    prov = provenance(PROFILE_MODULES, {"excluded_metrics": list(exclude)}, [metrics_path],
+                      source_provenance=read_table_metadata(metrics_path))
+    if metrics.empty:
+        table = pd.DataFrame(columns=["level", "trace_id", "model", "n_traces"])
+    else:
+        traces, stats = trace_profiles(metrics, exclude)
+        traces.insert(0, "level", "trace")
+        models = model_profiles(traces)
+        models.insert(0, "level", "model")
+        table = pd.concat([traces, models], ignore_index=True)
+        prov["zscore"] = {m: {"mean": float(stats.loc[m, "mean"]), "sd": float(stats.loc[m, "sd"])}
+                          for m in stats.index}
+    write_table(out_path, table, prov)
+    return table
+
+
+def html_table(table_path: str, out_path: str, title: str, max_rows: int = 500) -> None:
+    """A self-contained HTML page of a Parquet table with its provenance, for the Snakemake report."""
+    df = pd.read_parquet(table_path)
+    meta = read_table_metadata(table_path)
+    inputs = meta.get("inputs", {})
+    prov = {k: v for k, v in meta.items() if k not in ("inputs", "source_provenance")}
+    shown = df.head(max_rows)
+    note = f"<p>{len(df)} rows" + (f"; first {max_rows} shown" if len(df) > max_rows else "") + "</p>"
+    body = [
+        f"<h2>{html.escape(title)}</h2>", note,
+        shown.to_html(index=False, float_format=lambda v: f"{v:.4g}", border=0),
+        "<h3>Provenance</h3>",
+        f"<p>table file <code>{html.escape(table_path)}</code> sha256 <code>{sha256_file(table_path)}</code></p>",
+        f"<pre>{html.escape(json.dumps(prov, indent=1, default=str))}</pre>",
+        f"<details><summary>{len(inputs)} input file(s) with sha256</summary><pre>"
+        + html.escape("\n".join(f"{v}  {k}" for k, v in inputs.items())) + "</pre></details>",
+    ]
+    atomic_write_text(out_path, "<!DOCTYPE html><html><head><meta charset='utf-8'><style>"
+                      "table{border-collapse:collapse;font:12px sans-serif}td,th{padding:2px 6px;border-bottom:1px solid #ddd}"
+                      "</style></head><body>" + "\n".join(body) + "</body></html>\n")
+
+
+def describe_problems(problems: list[Any]) -> list[dict[str, str]]:
+    """Input problems found while planning, as plain rows (for a rule's params)."""
+    return [{"trace_id": p.trace_id, "reason": p.reason, "source": p.source, "stage": p.stage} for p in problems]

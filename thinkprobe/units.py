@@ -1,0 +1,161 @@
+"""Units of analysis for the workflow: model x question set x question x run, and where each one's trace is.
+
+The workflow plans its jobs from this module's :func:`discover`: it reads the configured inputs (trace
+folders, JSON and JSONL files) once at parse time, maps every record to its unit, and reports what cannot
+be mapped (unreadable files, broken lines, records without a model, duplicate units) as exclusions instead
+of stopping. Each unit is identified by path-safe names; its files live at
+``results/<stage>/<model>/<question_set>/<question_id>/<run>.<ext>``.
+
+Analysis jobs are sharded per question (all models and runs of one question in one job): a job loads the
+encoder once for many traces, and adding a question creates new jobs without touching existing ones.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterable
+
+from .traces import Exclusion, RawRecord, iter_files, iter_records, safe_id
+
+
+@dataclass(frozen=True, order=True)
+class UnitKey:
+    model: str
+    question_set: str
+    question_id: str
+    run: str
+
+    @property
+    def path(self) -> str:
+        return f"{self.model}/{self.question_set}/{self.question_id}/{self.run}"
+
+    def as_dict(self) -> dict[str, str]:
+        return {"model": self.model, "question_set": self.question_set, "question_id": self.question_id,
+                "run": self.run}
+
+
+@dataclass(frozen=True)
+class RecordRef:
+    """Where one unit's trace comes from: the file, the item inside it and the item's content hash."""
+
+    path: str
+    source: str
+    sha256: str
+    trace_id: str
+    domain: str
+
+    def as_dict(self) -> dict[str, str]:
+        return {"path": self.path, "source": self.source, "sha256": self.sha256, "trace_id": self.trace_id,
+                "domain": self.domain}
+
+
+@dataclass
+class Discovery:
+    """Everything the workflow needs to plan: the unit grid and the input problems."""
+
+    records: dict[UnitKey, RecordRef] = field(default_factory=dict)
+    problems: list[Exclusion] = field(default_factory=list)
+    models: list[str] = field(default_factory=list)
+    runs: list[str] = field(default_factory=list)
+    questions: dict[str, list[str]] = field(default_factory=dict)  # question set -> question ids
+    seconds: float = 0.0
+
+    def shard_records(self, question_set: str, question_id: str) -> dict[str, dict[str, str] | None]:
+        """Unit path -> record reference (None when the unit has no trace) for one question's shard."""
+        out: dict[str, dict[str, str] | None] = {}
+        for model in self.models:
+            for run in self.runs:
+                key = UnitKey(model, question_set, question_id, run)
+                ref = self.records.get(key)
+                out[key.path] = ref.as_dict() if ref else None
+        return out
+
+
+class InputError(ValueError):
+    """An input entry of the configuration cannot be used at all (e.g. its path does not exist)."""
+
+
+def _unit_of(raw: RawRecord, entry: dict[str, Any]) -> tuple[UnitKey | None, str]:
+    ids = raw.ids()
+    model = ids["model"] or str(entry.get("model") or "")
+    if not model:
+        return None, "no model: the record has no `model` field and the input entry sets no `model`"
+    qid = ids["question_id"] or (raw.default_id if raw.record is None else ids["trace_id"])
+    run = ids["run"] or str(entry.get("run", 1))
+    return UnitKey(safe_id(model), safe_id(entry["question_set"]), safe_id(qid), safe_id(run)), ids["domain"]
+
+
+def discover(inputs: Iterable[dict[str, Any]], base: str | Path = ".", max_bytes: int = 2_000_000,
+             models: list[str] | None = None, runs: list[str] | None = None) -> Discovery:
+    """Read every configured input and map its records to units.
+
+    ``inputs`` entries: ``{"path": file or folder, "question_set": name, "model": default, "run": default}``.
+    ``models``/``runs`` fix the unit grid (a study's design); when empty, the grid is every model and run
+    found. Units of the grid without a record are planned anyway and end as "missing" exclusions.
+    """
+    t0 = time.perf_counter()
+    base = Path(base)
+    found = Discovery()
+    first_seen: dict[UnitKey, str] = {}
+    for entry in inputs:
+        root = Path(entry["path"])
+        root = root if root.is_absolute() else base / root
+        if not root.exists():
+            raise InputError(f"input {entry['path']!r} (question set {entry['question_set']!r}): no such file or folder")
+        for path in iter_files([root]):
+            for raw in iter_records(path, max_bytes):
+                if isinstance(raw, Exclusion):
+                    found.problems.append(raw)
+                    continue
+                key, domain = _unit_of(raw, entry)
+                if key is None:
+                    found.problems.append(Exclusion(raw.ids()["trace_id"], domain, raw.source))
+                    continue
+                if key in first_seen:
+                    found.problems.append(Exclusion(raw.ids()["trace_id"],
+                                                    f"duplicate unit {key.path}: already taken from {first_seen[key]}",
+                                                    raw.source))
+                    continue
+                first_seen[key] = raw.source
+                found.records[key] = RecordRef(str(path), raw.source, raw.sha256, raw.ids()["trace_id"], domain)
+    found.models = [safe_id(m) for m in models] if models else sorted({k.model for k in found.records})
+    found.runs = [safe_id(str(r)) for r in runs] if runs else sorted({k.run for k in found.records},
+                                                                     key=lambda r: (len(r), r))
+    questions: dict[str, set[str]] = {}
+    for k in found.records:
+        if k.model in found.models and k.run in found.runs:
+            questions.setdefault(k.question_set, set()).add(k.question_id)
+    found.questions = {q: sorted(ids) for q, ids in sorted(questions.items())}
+    outside = [k for k in found.records if k.model not in found.models or k.run not in found.runs]
+    for k in sorted(outside):
+        ref = found.records.pop(k)
+        found.problems.append(Exclusion(ref.trace_id, f"unit {k.path} is outside the configured models/runs",
+                                        ref.source))
+    found.seconds = time.perf_counter() - t0
+    return found
+
+
+def load_records(refs: Iterable[dict[str, str]], max_bytes: int = 2_000_000) -> dict[str, RawRecord | InputError]:
+    """Re-read the items ``refs`` point to (each file once), keyed by ``source``.
+
+    An item that changed since the workflow was planned, or is gone, maps to an :class:`InputError`.
+    """
+    refs = list(refs)
+    by_path: dict[str, list[dict[str, str]]] = {}
+    for ref in refs:
+        by_path.setdefault(ref["path"], []).append(ref)
+    out: dict[str, RawRecord | InputError] = {}
+    for path, wanted in by_path.items():
+        index = {raw.source: raw for raw in iter_records(path, max_bytes) if isinstance(raw, RawRecord)}
+        for ref in wanted:
+            raw = index.get(ref["source"])
+            if raw is None:
+                out[ref["source"]] = InputError(f"{ref['source']}: the record is gone from its file; run again")
+            elif raw.sha256 != ref["sha256"]:
+                out[ref["source"]] = InputError(f"{ref['source']}: the record changed after the workflow was "
+                                                "planned; run again")
+            else:
+                out[ref["source"]] = raw
+    return out

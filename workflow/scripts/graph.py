@@ -1,0 +1,18 @@
+"""Rule graph: layers 3-4, node types and invariants for every unit of a question shard."""
+
+import sys
+
+from thinkprobe.timing import JobClock
+
+clock = JobClock()
+with open(snakemake.log[0], "w") as log:
+    sys.stderr = log
+    from thinkprobe.stages.graph import graph_shard
+    from thinkprobe.stages.unitfiles import log_timing
+
+    clock.mark("imports")
+    counts = graph_shard(list(snakemake.input.segments), list(snakemake.input.embeddings), list(snakemake.output),
+                         snakemake.params.analysis)
+    clock.mark("work")
+    print(f"graph {snakemake.wildcards.question_set}/{snakemake.wildcards.question_id}: {counts}", file=log)
+    log_timing(log, "graph", clock, len(snakemake.output))

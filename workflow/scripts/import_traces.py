@@ -1,0 +1,18 @@
+"""Rule import_traces: write one trace unit file per unit of a question shard."""
+
+import sys
+
+from thinkprobe.timing import JobClock
+
+clock = JobClock()
+with open(snakemake.log[0], "w") as log:
+    sys.stderr = log
+    from thinkprobe.stages.ingest import import_shard
+    from thinkprobe.stages.unitfiles import log_timing
+
+    clock.mark("imports")
+    counts = import_shard(snakemake.params.units, snakemake.params.records, list(snakemake.output),
+                          snakemake.params.require_think, snakemake.params.max_trace_bytes)
+    clock.mark("work")
+    print(f"import_traces {snakemake.wildcards.question_set}/{snakemake.wildcards.question_id}: {counts}", file=log)
+    log_timing(log, "import_traces", clock, len(snakemake.output))

@@ -1,0 +1,18 @@
+"""Rule metrics: the 19 metrics for every unit of a question shard."""
+
+import sys
+
+from thinkprobe.timing import JobClock
+
+clock = JobClock()
+with open(snakemake.log[0], "w") as log:
+    sys.stderr = log
+    from thinkprobe.stages.metrics import metrics_shard
+    from thinkprobe.stages.unitfiles import log_timing
+
+    clock.mark("imports")
+    counts = metrics_shard(list(snakemake.input.graphs), list(snakemake.input.embeddings), list(snakemake.output),
+                           snakemake.params.analysis)
+    clock.mark("work")
+    print(f"metrics {snakemake.wildcards.question_set}/{snakemake.wildcards.question_id}: {counts}", file=log)
+    log_timing(log, "metrics", clock, len(snakemake.output))

@@ -1,0 +1,12 @@
+"""Rule report_tables: HTML pages of the study tables, each with its provenance, for the report."""
+
+import sys
+
+with open(snakemake.log[0], "w") as log:
+    sys.stderr = log
+    from thinkprobe.stages.tables import html_table
+
+    html_table(snakemake.input.metrics, snakemake.output.metrics, "Metrics per trace (19 metrics)")
+    html_table(snakemake.input.exclusions, snakemake.output.exclusions, "Excluded units and why")
+    html_table(snakemake.input.profiles, snakemake.output.profiles, "5D cognitive profiles (trace and model level)")
+    print("report tables written", file=log)
