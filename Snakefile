@@ -13,6 +13,11 @@ min_version("9.0")
 configfile: "config/config.yaml"
 
 
+wildcard_constraints:
+    question_set="[A-Za-z0-9._-]+",
+    question_id="[A-Za-z0-9._-]+",
+
+
 include: "rules/common.smk"
 include: "rules/collect.smk"
 include: "rules/segment.smk"

@@ -49,7 +49,7 @@ RUNS = PLAN.runs
 SHARDS = [(qset, qid) for qset, qids in PLAN.questions.items() for qid in qids]
 ANALYSIS = config["analysis"]
 
-# Source hash of the thinkprobe modules each rule runs: editing a module reruns the rules that use it.
+# Source hash of the thinkprobe modules behind each stage (editing a module reruns the stages using it).
 CODE = {
     "import": source_hash(_ingest_stage.MODULES),
     "segment": source_hash(_segment_stage.MODULES),
@@ -62,7 +62,7 @@ CODE = {
 
 
 def file_sha(path):
-    """Content hash of a user file a rule reads (e.g. a custom lexicon), or '' for the packaged default."""
+    """Content hash of a user file read by a stage (e.g. a custom lexicon); '' for the packaged default."""
     from thinkprobe.outputs import sha256_file
 
     return sha256_file(path) if path else ""
@@ -100,7 +100,3 @@ GPU_RESOURCES = (
     else {}
 )
 
-
-wildcard_constraints:
-    question_set="[A-Za-z0-9._-]+",
-    question_id="[A-Za-z0-9._-]+",

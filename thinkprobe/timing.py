@@ -23,18 +23,30 @@ def process_age() -> float:
 
 
 class JobClock:
-    """Marks in one job: ``startup`` (process start to the first mark), then named phases."""
+    """Wall and CPU seconds of one job: ``startup`` (process start to the clock's creation), then phases.
+
+    CPU time counts every thread of the process (the encoder runs several), so ``cpu`` is the
+    resource a cluster charges and ``wall`` what a user waits.
+    """
 
     def __init__(self) -> None:
         self.startup = process_age()
+        self.startup_cpu = time.process_time()
         self._last = time.perf_counter()
+        self._last_cpu = time.process_time()
         self.phases: dict[str, float] = {}
+        self.phases_cpu: dict[str, float] = {}
 
     def mark(self, phase: str) -> None:
-        now = time.perf_counter()
+        now, cpu = time.perf_counter(), time.process_time()
         self.phases[phase] = self.phases.get(phase, 0.0) + now - self._last
-        self._last = now
+        self.phases_cpu[phase] = self.phases_cpu.get(phase, 0.0) + cpu - self._last_cpu
+        self._last, self._last_cpu = now, cpu
 
     def as_dict(self, units: int) -> dict[str, float | int]:
-        return {"startup_s": round(self.startup, 4), **{f"{k}_s": round(v, 4) for k, v in self.phases.items()},
-                "units": units}
+        out: dict[str, float | int] = {"startup_s": round(self.startup, 4), "startup_cpu_s": round(self.startup_cpu, 4)}
+        for k, v in self.phases.items():
+            out[f"{k}_s"] = round(v, 4)
+            out[f"{k}_cpu_s"] = round(self.phases_cpu[k], 4)
+        out["units"] = units
+        return out

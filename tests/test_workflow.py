@@ -1,0 +1,234 @@
+"""The Snakemake workflow, run for real on this machine: dry runs, end-to-end runs, incremental reruns, faults."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pandas as pd
+import pytest
+import yaml
+
+from thinkprobe.metrics import METRIC_NAMES
+
+from .conftest import corpus_path
+from .workflow_helpers import REPO, env_for, job_counts, make_workdir, snakefile, snakemake, write_config
+
+AGGREGATES = {"aggregate": 1, "profiles": 1, "figures": 1, "report_tables": 1, "all": 1}
+STAGES = ("import_traces", "segment", "graph", "metrics")
+
+
+@pytest.fixture(scope="module")
+def ran(tmp_path_factory):
+    """The embedded default run end to end once, with a private copy of the package (for code-edit tests)."""
+    wd = make_workdir(tmp_path_factory.mktemp("default"), package_copy=True)
+    snakemake(wd)
+    return wd
+
+
+def test_lint_is_clean():
+    proc = subprocess.run([sys.executable, "-m", "snakemake", "--lint"], cwd=REPO, capture_output=True, text=True)
+    assert "Congratulations" in proc.stdout + proc.stderr, proc.stdout + proc.stderr
+
+
+def test_default_dry_run_plans_one_job_per_question_and_stage(tmp_path):
+    wd = make_workdir(tmp_path)
+    counts = job_counts(snakemake(wd, "-n").stdout)
+    assert counts == {**{s: 3 for s in STAGES}, **AGGREGATES}
+
+
+def test_study_scale_dry_run(tmp_path):
+    """7 models x 200 questions x 3 runs = 4,200 units plan as 200 jobs per stage (one per question)."""
+    texts = [json.loads(line)["text"] for line in (REPO / "examples/traces/demo.jsonl").read_text().splitlines()]
+    records = [{"id": f"m{m}-q{q}-r{r}", "model": f"model_{m}", "question_id": f"q{q:03d}", "run": r,
+                "text": texts[(m + q + r) % len(texts)]} for m in range(7) for q in range(200) for r in (1, 2, 3)]
+    (tmp_path / "study.jsonl").write_text("\n".join(json.dumps(x) for x in records) + "\n")
+    wd = make_workdir(tmp_path / "wd", {"inputs": [{"path": str(tmp_path / "study.jsonl"), "question_set": "open"}]})
+    out = snakemake(wd, "-n").stdout
+    assert job_counts(out) == {**{s: 200 for s in STAGES}, **AGGREGATES}
+
+
+def test_end_to_end_tables_figures_and_report(ran):
+    res = ran / "results"
+    metrics = pd.read_parquet(res / "tables/metrics.parquet")
+    # 12 demo traces + model_c's unclosed (truncated) trace are analysed
+    assert len(metrics) == 13 and list(metrics.columns[-19:]) == list(METRIC_NAMES)
+    assert metrics[list(METRIC_NAMES)].notna().all().all()
+    excl = pd.read_parquet(res / "tables/exclusions.parquet").set_index("trace_id")
+    assert set(excl.index) == {"model_c/demo/q01/1", "model_c/demo/q01/2", "model_c/demo/q02/1",
+                               "model_c/demo/q02/2", "model_c/demo/q03/2"}
+    assert "no reasoning" in excl.loc["model_c/demo/q01/1", "reason"]
+    assert "too short" in excl.loc["model_c/demo/q01/2", "reason"]
+    assert "empty" in excl.loc["model_c/demo/q02/1", "reason"]
+    assert excl.loc["model_c/demo/q02/2", "reason"].startswith("missing")
+    prof = pd.read_parquet(res / "tables/profiles.parquet")
+    models = prof[prof["level"] == "model"]
+    assert list(models["model"]) == ["model_a", "model_b", "model_c"] and list(models["n_traces"]) == [6, 6, 1]
+    for fig in ("profile_radar.png", "metric_heatmap.png"):
+        assert (res / "figures" / fig).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    page = (res / "report/metrics.html").read_text()
+    assert "Provenance" in page and "source_sha256" in page and "results/metrics/model_a/demo/q01/1.json" in page
+    snakemake(ran, "--report", str(ran / "report.html"))
+    report = (ran / "report.html").read_text()
+    assert "profile_radar.png" in report and "metrics.html" in report
+
+
+def test_every_unit_file_carries_provenance_back_to_the_record(ran):
+    import hashlib
+
+    doc = json.loads((ran / "results/metrics/model_a/demo/q01/1.json").read_text())
+    prov = doc["provenance"]
+    assert prov["thinkprobe_version"] and len(prov["source_sha256"]) == 64
+    graph_file = "results/graphs/model_a/demo/q01/1.json"
+    assert prov["inputs"][graph_file] == hashlib.sha256((ran / graph_file).read_bytes()).hexdigest()
+    trace = json.loads((ran / "results/traces/model_a/demo/q01/1.json").read_text())
+    line = (ran / "examples/traces/demo.jsonl").read_bytes().split(b"\n")[0]
+    assert trace["provenance"]["record"]["sha256"] == hashlib.sha256(line).hexdigest()
+    assert trace["provenance"]["record"]["source"].endswith("demo.jsonl:1")
+
+
+def test_workflow_metrics_equal_the_cli(ran, tmp_path):
+    from thinkprobe.cli import main
+
+    assert main(["analyze", str(ran / "examples/traces/demo.jsonl"), "--out", str(tmp_path), "--quiet"]) == 0
+    cli = pd.read_parquet(tmp_path / "metrics.parquet").set_index("trace_id")
+    wf = pd.read_parquet(ran / "results/tables/metrics.parquet").set_index("record_id")
+    common = sorted(set(cli.index) & set(wf.index))
+    assert len(common) == 12
+    pd.testing.assert_frame_equal(cli.loc[common, list(METRIC_NAMES)], wf.loc[common, list(METRIC_NAMES)],
+                                  check_names=False, rtol=1e-6)
+
+
+def test_rerun_without_change_does_nothing(ran):
+    out = snakemake(ran, "-n").stdout
+    assert "Nothing to be done" in out and job_counts(out) == {}
+
+
+def test_changing_tau_elab_reruns_graphs_metrics_and_aggregates_only(ran):
+    cfg = write_config(ran, lambda c: c["analysis"]["trajectory"].update(elab_percentile=70.0))
+    out = snakemake(ran, "-n", "--configfile", str(cfg)).stdout
+    assert job_counts(out) == {"graph": 3, "metrics": 3, **AGGREGATES}
+    assert "Params have changed" in out and "'elab_percentile': 70.0" in out
+
+
+def test_changing_a_metric_constant_reruns_metrics_only(ran):
+    cfg = write_config(ran, lambda c: c["analysis"]["metrics"].update(redundancy_similarity=0.8))
+    assert job_counts(snakemake(ran, "-n", "--configfile", str(cfg)).stdout) == {"metrics": 3, **AGGREGATES}
+
+
+def test_changing_a_texttiling_constant_reruns_from_segmentation(ran):
+    cfg = write_config(ran, lambda c: c["analysis"]["texttiling"].update(prominence=0.2))
+    assert job_counts(snakemake(ran, "-n", "--configfile", str(cfg)).stdout) == {
+        "segment": 3, "graph": 3, "metrics": 3, **AGGREGATES}
+
+
+@pytest.mark.parametrize("module, expected", [
+    ("metrics.py", {"metrics": 3}),
+    ("graph.py", {"graph": 3, "metrics": 3}),
+    ("segmentation.py", {"segment": 3, "graph": 3, "metrics": 3}),
+    ("profile.py", {}),
+])
+def test_editing_a_module_reruns_the_rules_that_use_it(ran, module, expected):
+    path = ran / "thinkprobe" / module
+    original = path.read_text()
+    try:
+        path.write_text(original + "\n# an edit\n")
+        out = snakemake(ran, "-n").stdout
+        aggregates = AGGREGATES if module != "profile.py" else {"profiles": 1, "figures": 1, "report_tables": 1,
+                                                                   "all": 1}
+        assert job_counts(out) == {**expected, **aggregates}
+        assert "Params have changed" in out
+    finally:
+        path.write_text(original)
+
+
+def test_adding_a_question_runs_only_its_units_and_the_aggregates(ran):
+    extra = ran / "examples" / "extra.jsonl"
+    first = json.loads((ran / "examples/traces/demo.jsonl").read_text().splitlines()[0])
+    extra.write_text(json.dumps({**first, "id": "model_a-q04-r1", "question_id": "q04"}) + "\n")
+    cfg = write_config(ran, lambda c: c["inputs"].append({"path": str(extra), "question_set": "demo"}))
+    out = snakemake(ran, "-n", "--configfile", str(cfg)).stdout
+    assert job_counts(out) == {**{s: 1 for s in STAGES}, **AGGREGATES}
+    assert "results/traces/model_a/demo/q04/1.json" in out and "q01/1.json" not in out.split("Job stats")[0]
+
+
+def test_invalid_config_stops_before_any_job(tmp_path):
+    cfg = yaml.safe_load((REPO / "config/config.yaml").read_text())
+    cfg["analysis"]["trajectory"]["elab_percentile"] = 200
+    cfg["analysis"]["encoder"]["backend"] = "tensorflow"
+    cfg["bogus"] = 1
+    wd = make_workdir(tmp_path, cfg)
+    proc = snakemake(wd, check=False)
+    err = proc.stdout + proc.stderr
+    assert proc.returncode != 0
+    assert "analysis.trajectory.elab_percentile = 200 is not allowed: must be <= 100" in err
+    assert "analysis.encoder.backend = 'tensorflow' is not allowed: must be one of" in err
+    assert "bogus" in err and "allowed keys" in err
+    assert not (wd / "results").exists()
+
+
+def test_missing_input_file_is_named(tmp_path):
+    wd = make_workdir(tmp_path, {"inputs": [{"path": "nowhere/traces.jsonl", "question_set": "x"}]})
+    proc = snakemake(wd, "-n", check=False)
+    assert proc.returncode != 0 and "nowhere/traces.jsonl" in proc.stdout + proc.stderr
+
+
+def test_unreadable_items_are_recorded_and_the_rest_goes_on(tmp_path):
+    good = (REPO / "examples/traces/demo.jsonl").read_text().splitlines()[:2]
+    (tmp_path / "mixed.jsonl").write_bytes(("\n".join([good[0], "{not json", good[1]]) + "\n").encode()
+                                           + b'{"model": "m", "text": "\xff\xfe"}\n')
+    wd = make_workdir(tmp_path / "wd", {"inputs": [{"path": str(tmp_path / "mixed.jsonl"), "question_set": "s"}]})
+    snakemake(wd)
+    excl = pd.read_parquet(wd / "results/tables/exclusions.parquet")
+    reasons = " | ".join(excl["reason"])
+    assert "invalid JSON on line 2" in reasons and "invalid UTF-8" in reasons
+    assert len(pd.read_parquet(wd / "results/tables/metrics.parquet")) == 2
+
+
+def test_killed_mid_run_leaves_no_partial_output_and_resumes_to_identical_results(ran, tmp_path):
+    wd = make_workdir(tmp_path)
+    cmd = [sys.executable, "-m", "snakemake", "--snakefile", str(snakefile(wd)), "--directory", str(wd),
+           "--cores", "1"]
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env_for(wd), cwd=wd,
+                            start_new_session=True)
+    deadline = time.time() + 120
+    while time.time() < deadline and not list((wd / "results").glob("segments/*/demo/*/*.json")):
+        time.sleep(0.05)
+    os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait()
+    assert list((wd / "results").glob("segments/*/demo/*/*.json")), "the run was killed before any segment job"
+    assert not (wd / "results/tables/metrics.parquet").exists()
+    for f in (wd / "results").rglob("*.json"):
+        json.loads(f.read_text())  # every file that exists is complete
+    snakemake(wd, "--unlock")  # a killed Snakemake leaves its lock, as after a power loss
+    snakemake(wd, "--rerun-incomplete")
+    for table in ("metrics", "exclusions", "profiles"):
+        a = pd.read_parquet(wd / f"results/tables/{table}.parquet")
+        b = pd.read_parquet(ran / f"results/tables/{table}.parquet")
+        pd.testing.assert_frame_equal(a, b)
+    for f in (ran / "results/graphs").rglob("*.json"):
+        assert (wd / "results/graphs" / f.relative_to(ran / "results/graphs")).read_bytes() == f.read_bytes()
+
+
+def test_real_corpus_traces_end_to_end(tmp_path):
+    folder = corpus_path("steering-thinking-llms", "compare-base-reasoning", "results", "vars")
+    records = []
+    for model in ("deepseek-r1-distill-qwen-1.5b", "deepseek-r1-distill-llama-8b"):
+        rows = json.loads((folder / f"reasoning_comparison_{model}.json").read_text())
+        records += [{"model": model, "question_id": f"row{i}", "run": 1, "response": r["response"]}
+                    for i, r in enumerate(rows[:4])]
+    (tmp_path / "corpus.jsonl").write_text("\n".join(json.dumps(r) for r in records) + "\n")
+    wd = make_workdir(tmp_path / "wd", {"inputs": [{"path": str(tmp_path / "corpus.jsonl"), "question_set": "steer"}]})
+    snakemake(wd)
+    metrics = pd.read_parquet(wd / "results/tables/metrics.parquet")
+    excl = pd.read_parquet(wd / "results/tables/exclusions.parquet")
+    assert len(metrics) + len(excl) == 8 and len(metrics) >= 7
+    assert (metrics["ATU"] > 1).all() and (metrics["AT"] > 100).all()
+    prof = pd.read_parquet(wd / "results/tables/profiles.parquet")
+    assert set(prof.loc[prof.level == "model", "model"]) == {"deepseek-r1-distill-qwen-1.5b",
+                                                             "deepseek-r1-distill-llama-8b"}
