@@ -16,6 +16,7 @@ configfile: "config/config.yaml"
 wildcard_constraints:
     question_set="[A-Za-z0-9._-]+",
     question_id="[A-Za-z0-9._-]+",
+    batch="b[0-9]+",
 
 
 include: "rules/common.smk"
@@ -37,3 +38,4 @@ rule all:
         "results/report/metrics.html",
         "results/report/exclusions.html",
         "results/report/profiles.html",
+        [f"results/batches/{qset}/{batch}.json" for qset, batch in BATCHES],

@@ -17,7 +17,7 @@ rule import_traces:
         "analysis"
     resources:
         mem_mb=500,
-        runtime=10,
+        runtime=2,
     conda:
         "../envs/cpu.yaml"
     script:

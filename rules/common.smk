@@ -47,6 +47,15 @@ if not PLAN.records:
 MODELS = PLAN.models
 RUNS = PLAN.runs
 SHARDS = [(qset, qid) for qset, qids in PLAN.questions.items() for qid in qids]
+# Batches of questions: a batch's analysis jobs form one connected component of group "analysis" (joined
+# by the batch manifest), so a SLURM job runs a whole batch with one Snakemake start. Adding a question only
+# changes its batch's manifest, a job that writes one small file.
+_B = config["resources"]["batch_questions"]
+BATCHES = {
+    (qset, f"b{k // _B:04d}"): qids[k : k + _B]
+    for qset, qids in PLAN.questions.items()
+    for k in range(0, len(qids), _B)
+}
 ANALYSIS = config["analysis"]
 
 # Source hash of the thinkprobe modules behind each stage (editing a module reruns the stages using it).
@@ -90,9 +99,18 @@ def all_unit_files(stage, ext):
     ]
 
 
+def batch_metric_files(wildcards):
+    qids = BATCHES[(wildcards.question_set, wildcards.batch)]
+    return [f"results/metrics/{m}/{wildcards.question_set}/{q}/{r}.json" for q in qids for m in MODELS for r in RUNS]
+
+
 def sections(*names):
     return {name: ANALYSIS[name] for name in names}
 
+
+# On a GPU node the encoding job takes all of its allocation's CPUs (threads are capped at --cores), so a
+# group job never runs two GPU jobs side by side and asks SLURM for exactly one GPU.
+SEGMENT_THREADS = 10**6 if config["resources"]["encoder_gpu"] else config["resources"]["analysis_threads"]
 
 GPU_RESOURCES = (
     {"gpu": 1, **({"gpu_model": config["resources"]["gpu_model"]} if config["resources"]["gpu_model"] else {})}

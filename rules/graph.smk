@@ -16,7 +16,7 @@ rule graph:
         "analysis"
     resources:
         mem_mb=1000,
-        runtime=30,
+        runtime=2,
     conda:
         "../envs/cpu.yaml"
     script:

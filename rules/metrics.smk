@@ -17,11 +17,29 @@ rule metrics:
         "analysis"
     resources:
         mem_mb=1000,
-        runtime=30,
+        runtime=2,
     conda:
         "../envs/cpu.yaml"
     script:
         "../workflow/scripts/metrics.py"
+
+
+rule analysis_batch:
+    input:
+        batch_metric_files,
+    output:
+        "results/batches/{question_set}/{batch}.json",
+    log:
+        "results/logs/analysis_batch/{question_set}/{batch}.log",
+    group:
+        "analysis"
+    resources:
+        mem_mb=500,
+        runtime=1,
+    conda:
+        "../envs/cpu.yaml"
+    script:
+        "../workflow/scripts/analysis_batch.py"
 
 
 rule aggregate:

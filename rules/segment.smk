@@ -15,10 +15,10 @@ rule segment:
         "results/logs/segment/{question_set}/{question_id}.log",
     group:
         "analysis"
-    threads: config["resources"]["analysis_threads"]
+    threads: SEGMENT_THREADS
     resources:
         mem_mb=config["resources"]["analysis_mem_mb"],
-        runtime=60,
+        runtime=5,
         **GPU_RESOURCES,
     conda:
         "../envs/gpu.yaml" if config["resources"]["encoder_gpu"] else "../envs/cpu.yaml"

@@ -15,7 +15,9 @@ Analyse reasoning traces: Thought Graph, 19 metrics and exclusions.
 
 PATH may be a plain-text trace (.txt/.md), a JSON record or list of records (.json), a JSONL file (one
 record per line) or a directory holding such files. A record's reasoning is its `reasoning`,
-`reasoning_content` or `thinking` field, else the <think>...</think> block of its `text`/`response` field.
+`reasoning_content`, `thinking`, `thinking_process` or `reasoning_text` field, else the <think>...</think>
+block of its `text`, `response`, `content`, `completion`, `output` or `full_response` field. Ids come from
+`id`/`trace_id`, `model`, `question_id`/`qid`, `run` and `domain`/`category` when present.
 
 With --out DIR it writes DIR/graphs/<trace_id>.json (networkx node-link JSON), DIR/metrics.parquet (one row
 per analysed trace: ids, then BF UPC DS FID MEC MBD EER BR CBC CI GD RvD CHR HD PT TPI RR AT ATU) and

@@ -20,6 +20,7 @@ import hashlib
 import json
 import os
 import tempfile
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol, Sequence
@@ -271,13 +272,14 @@ class SentenceTransformersBackend:
             raise EncoderError(f"encoder {spec!r}: the sentence-transformers backend needs "
                                "`pip install torch==2.13.0 sentence-transformers` (CPU) ") from exc
         try:
-            self.model = SentenceTransformer(spec, device="cpu")
+            self.model = SentenceTransformer(spec, device="cpu", local_files_only=True)
         except Exception as exc:  # the library raises many types for a missing or broken model
             raise EncoderError(f"encoder {spec!r}: cannot load it with sentence-transformers ({exc}); "
                                "models are never downloaded at run time: pass a local folder") from exc
         self.model.max_seq_length = min(max_seq_length, self.model.max_seq_length or max_seq_length)
         self.batch_size = batch_size
-        self.dim = int(self.model.get_sentence_embedding_dimension())
+        get_dim = getattr(self.model, "get_embedding_dimension", None) or self.model.get_sentence_embedding_dimension
+        self.dim = int(get_dim())
 
     def encode(self, texts: Sequence[str]) -> np.ndarray:
         if not texts:
@@ -312,27 +314,25 @@ class Encoder:
 
     def encode(self, texts: Sequence[str]) -> np.ndarray:
         """L2-normalised embeddings of ``texts`` (float32, one row per text)."""
-        import time
-
         self.stats.calls += 1
         self.stats.requested += len(texts)
         missing = list(dict.fromkeys(t for t in texts if t not in self._cache))
+        fresh: dict[str, np.ndarray] = {}
         if missing:
             t0 = time.perf_counter()
-            vecs = self.backend.encode(missing)
+            fresh = dict(zip(missing, self.backend.encode(missing)))
             self.stats.seconds += time.perf_counter() - t0
             self.stats.encoded += len(missing)
             if self.recorded is not None:
                 self.recorded.extend(missing)
-            if len(self._cache) + len(missing) > self.max_cache:
-                self._cache.clear()
-                if len(missing) > self.max_cache:
-                    fresh = dict(zip(missing, vecs))
-                    return np.stack([fresh[t] for t in texts]) if texts else np.zeros((0, self.dim), np.float32)
-            self._cache.update(zip(missing, vecs))
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
-        return np.stack([self._cache[t] for t in texts])
+        out = np.stack([fresh[t] if t in fresh else self._cache[t] for t in texts])
+        if len(self._cache) + len(fresh) > self.max_cache:
+            self._cache.clear()
+        if len(fresh) <= self.max_cache:
+            self._cache.update(fresh)
+        return out
 
 
 _LOADED: dict[tuple, Encoder] = {}

@@ -135,6 +135,8 @@ def trace_from_record(record: Any, default_id: str, source: str, require_think: 
 
 
 def _trace_from_text(text: str, trace_id: str, source: str, require_think: bool, meta: dict[str, str]) -> Trace | Exclusion:
+    if not text.strip():
+        return Exclusion(trace_id, "empty input: the text is empty or whitespace only", source)
     ext = extract_reasoning(text, require_think)
     if ext.text is None:
         return Exclusion(trace_id, "no reasoning: no <think> block and no reasoning field "
@@ -162,10 +164,11 @@ class RawRecord:
     def ids(self) -> dict[str, str]:
         """``trace_id``, ``model``, ``question_id``, ``run``, ``domain`` as the record states them (may be empty)."""
         r = self.record if isinstance(self.record, dict) else {}
+        rid, qid = _first(r, ID_FIELDS), _first(r, QUESTION_FIELDS)
         return {
-            "trace_id": safe_id(_first(r, ID_FIELDS) or self.default_id),
+            "trace_id": safe_id(rid if rid is not None else self.default_id),
             "model": str(r.get("model") or ""),
-            "question_id": str(_first(r, QUESTION_FIELDS) or ""),
+            "question_id": str(qid) if qid is not None else "",
             "run": str(r.get("run") if r.get("run") is not None else ""),
             "domain": str(r.get("domain") or r.get("category") or ""),
         }
@@ -173,8 +176,9 @@ class RawRecord:
 
 def to_trace(raw: RawRecord, require_think: bool = True) -> Trace | Exclusion:
     """Extract the reasoning of one raw input item."""
-    if raw.record is not None or raw.text is None:
-        return trace_from_record(raw.record, raw.default_id, raw.source, require_think)
+    if raw.record is not None or not isinstance(raw.text, str):
+        return trace_from_record(raw.record if raw.record is not None else raw.text, raw.default_id, raw.source,
+                                 require_think)
     return _trace_from_text(raw.text, raw.default_id, raw.source, require_think, {})
 
 

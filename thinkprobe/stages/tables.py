@@ -9,7 +9,7 @@ from typing import Any
 import pandas as pd
 
 from ..metrics import METRIC_NAMES
-from ..outputs import atomic_write_text, provenance, read_table_metadata, sha256_file, write_table
+from ..outputs import atomic_write_text, provenance, read_table_metadata, sha256_file, write_json, write_table
 from ..profile import model_profiles, trace_profiles
 from .unitfiles import read_unit
 
@@ -41,6 +41,18 @@ def aggregate(metric_paths: list[str], problems: list[dict[str, str]], out_metri
     write_table(out_metrics, pd.DataFrame(rows, columns=ID_COLUMNS + list(METRIC_NAMES)), prov)
     write_table(out_exclusions, pd.DataFrame(excluded, columns=EXCLUSION_COLUMNS), prov)
     return len(rows), len(excluded)
+
+
+def batch_manifest(metric_paths: list[str], out_path: str) -> dict[str, int]:
+    """A batch's manifest: every unit's status and the sha256 of its metrics file."""
+    units, counts = [], {"ok": 0, "missing": 0, "excluded": 0}
+    for path in metric_paths:
+        doc = read_unit(path)
+        counts[doc["status"]] += 1
+        units.append({"file": path, "status": doc["status"], "sha256": sha256_file(path)})
+    write_json(out_path, {"units": units, "counts": counts,
+                          "provenance": provenance(AGGREGATE_MODULES, {}, [])})
+    return counts
 
 
 def profiles_table(metrics_path: str, out_path: str, exclude: tuple[str, ...] = ()) -> pd.DataFrame:
