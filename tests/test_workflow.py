@@ -19,7 +19,7 @@ from thinkprobe.metrics import METRIC_NAMES
 from .conftest import corpus_path
 from .workflow_helpers import REPO, env_for, job_counts, make_workdir, snakefile, snakemake, write_config
 
-AGGREGATES = {"aggregate": 1, "profiles": 1, "figures": 1, "report_tables": 1, "all": 1}
+AGGREGATES = {"analysis_batch": 1, "aggregate": 1, "profiles": 1, "figures": 1, "report_tables": 1, "all": 1}
 STAGES = ("import_traces", "segment", "graph", "metrics")
 
 
@@ -43,14 +43,14 @@ def test_default_dry_run_plans_one_job_per_question_and_stage(tmp_path):
 
 
 def test_study_scale_dry_run(tmp_path):
-    """7 models x 200 questions x 3 runs = 4,200 units plan as 200 jobs per stage (one per question)."""
+    """7 models x 200 questions x 3 runs = 4,200 units plan as 200 jobs per stage (one per question), 20 batches."""
     texts = [json.loads(line)["text"] for line in (REPO / "examples/traces/demo.jsonl").read_text().splitlines()]
     records = [{"id": f"m{m}-q{q}-r{r}", "model": f"model_{m}", "question_id": f"q{q:03d}", "run": r,
                 "text": texts[(m + q + r) % len(texts)]} for m in range(7) for q in range(200) for r in (1, 2, 3)]
     (tmp_path / "study.jsonl").write_text("\n".join(json.dumps(x) for x in records) + "\n")
     wd = make_workdir(tmp_path / "wd", {"inputs": [{"path": str(tmp_path / "study.jsonl"), "question_set": "open"}]})
     out = snakemake(wd, "-n").stdout
-    assert job_counts(out) == {**{s: 200 for s in STAGES}, **AGGREGATES}
+    assert job_counts(out) == {**{s: 200 for s in STAGES}, **AGGREGATES, "analysis_batch": 20}
 
 
 def test_end_to_end_tables_figures_and_report(ran):

@@ -236,7 +236,8 @@ class OnnxBackend:
         opts = ort.SessionOptions()
         opts.intra_op_num_threads = threads or _cpu_count()
         opts.inter_op_num_threads = 1
-        opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+        # basic graph optimisations encode as fast as ORT_ENABLE_ALL here (measured) and load faster
+        opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_BASIC
         opts.log_severity_level = 3
         model = str(path) if path.exists() else build_onnx_bert(folder).SerializeToString()
         self.session = ort.InferenceSession(model, opts, providers=["CPUExecutionProvider"])

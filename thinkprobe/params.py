@@ -11,7 +11,6 @@ section. Where the paper is silent, the default is our choice and the comment sa
 from __future__ import annotations
 
 import dataclasses
-import hashlib
 import json
 from dataclasses import dataclass, field, fields
 from typing import Any
@@ -131,11 +130,6 @@ class Params:
         for name, f in sections.items():
             built[name] = _section_from_dict(f.default_factory, data.get(name), f"{where}.{name}")
         return cls(**built)
-
-    def section_hash(self, *names: str) -> str:
-        """A short stable hash of the named sections, for provenance and cache keys."""
-        payload = {n: dataclasses.asdict(getattr(self, n)) for n in names}
-        return hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()[:16]
 
 
 def _section_from_dict(section_cls, data: dict[str, Any] | None, where: str):

@@ -7,8 +7,6 @@ import json
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
 from ..outputs import atomic_write_bytes, provenance, write_json
 from ..timing import JobClock
 
@@ -47,13 +45,17 @@ def write_unit(path: str | Path, doc: dict[str, Any]) -> None:
     write_json(path, doc)
 
 
-def save_embeddings(path: str | Path, emb: np.ndarray) -> None:
+def save_embeddings(path: str | Path, emb) -> None:
+    import numpy as np  # not at module level: the import stage, which has no embeddings, stays light
+
     buf = io.BytesIO()
     np.savez(buf, tu=np.asarray(emb, dtype=np.float32))
     atomic_write_bytes(path, buf.getvalue())
 
 
-def load_embeddings(path: str | Path) -> np.ndarray:
+def load_embeddings(path: str | Path):
+    import numpy as np
+
     try:
         with np.load(path) as data:
             return data["tu"]

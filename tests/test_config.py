@@ -1,0 +1,104 @@
+"""Every paper constant is a config key with the paper's value as default, validated by the schema."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+import yaml
+
+from thinkprobe.config import ConfigError, load_schema, validate_config
+from thinkprobe.params import Params, ParamsError, load_params
+
+from .workflow_helpers import REPO
+
+SCHEMA = load_schema(REPO / "config" / "schema.yaml")
+CONFIG = yaml.safe_load((REPO / "config" / "config.yaml").read_text())
+
+# The constants the paper states (section 3.4-3.5), spelled out here independently of the code.
+PAPER = {
+    ("segmentation", "branch_header_max_tokens"): 12,
+    ("segmentation", "min_span_sentences"): 2,
+    ("segmentation", "min_span_tokens"): 30,
+    ("texttiling", "window"): 3,
+    ("texttiling", "prominence"): 0.15,
+    ("texttiling", "threshold_percentile"): 30,
+    ("trajectory", "branch_percentile"): 25,
+    ("trajectory", "elab_percentile"): 65,
+    ("cross_segment", "synthesis_similarity"): 0.50,
+    ("cross_segment", "synthesis_min_segments"): 2,
+    ("cross_segment", "revision_min_index"): 4,
+    ("cross_segment", "revision_min_gap"): 4,
+    ("cross_segment", "revision_divergence_window"): 4,
+    ("cross_segment", "revision_divergence_similarity"): 0.45,
+    ("cross_segment", "revision_similarity"): 0.65,
+    ("classification", "reframe_min_similarity"): 0.25,
+    ("classification", "reframe_max_similarity"): 0.72,
+    ("metrics", "domain_spread_similarity"): 0.45,
+    ("metrics", "first_ideas"): 3,
+    ("metrics", "redundancy_similarity"): 0.75,
+    ("encoder", "model"): "all-MiniLM-L6-v2",
+}
+
+
+def test_paper_constants_are_the_library_defaults():
+    p = Params().to_dict()
+    for (section, key), value in PAPER.items():
+        assert p[section][key] == value, f"{section}.{key}"
+
+
+def test_config_yaml_and_schema_defaults_mirror_params_key_for_key():
+    params = Params().to_dict()
+    assert CONFIG["analysis"] == params
+    schema_analysis = SCHEMA["properties"]["analysis"]["properties"]
+    assert set(schema_analysis) == set(params)
+    for section, values in params.items():
+        props = schema_analysis[section]["properties"]
+        assert set(props) == set(values), section
+        for key, value in values.items():
+            assert props[key]["default"] == value, f"{section}.{key}"
+
+
+def test_empty_analysis_section_gets_paper_defaults():
+    filled = validate_config({"inputs": [{"path": "x", "question_set": "s"}]}, SCHEMA)
+    assert Params.from_dict(filled["analysis"]) == Params()
+    assert filled["resources"]["batch_questions"] == 10 and filled["units"]["models"] == []
+
+
+@pytest.mark.parametrize("edit, message", [
+    (lambda c: c["analysis"]["texttiling"].update(window=0), "analysis.texttiling.window = 0 is not allowed: must be >= 1"),
+    (lambda c: c["analysis"]["trajectory"].update(branch_percentile="low"),
+     "analysis.trajectory.branch_percentile = 'low' is not allowed: must be of type number"),
+    (lambda c: c["analysis"]["cross_segment"].update(revision_similarity=1.5),
+     "analysis.cross_segment.revision_similarity = 1.5 is not allowed: must be <= 1"),
+    (lambda c: c["analysis"]["metrics"].update(unknown=1), "analysis.metrics: Additional properties"),
+    (lambda c: c.update(inputs=[]), "inputs = [] is not allowed: must be at least 1 item(s)"),
+    (lambda c: c["inputs"][0].pop("question_set"), "'question_set' is a required property"),
+    (lambda c: c["analysis"]["trajectory"].update(branch_percentile=80, elab_percentile=70),
+     "branch_percentile must not exceed elab_percentile"),
+])
+def test_invalid_values_are_named_with_what_is_allowed(edit, message):
+    cfg = yaml.safe_load((REPO / "config" / "config.yaml").read_text())
+    edit(cfg)
+    with pytest.raises(ConfigError) as info:
+        validate_config(cfg, SCHEMA, "config.yaml")
+    assert message in str(info.value)
+
+
+def test_cli_parameter_overrides_and_errors(tmp_path):
+    p = load_params(None, ["trajectory.elab_percentile=70", "texttiling.enabled=false"])
+    assert p.trajectory.elab_percentile == 70.0 and p.texttiling.enabled is False
+    cfg = tmp_path / "c.yaml"
+    cfg.write_text("analysis:\n  metrics:\n    redundancy_similarity: 0.8\n")
+    assert load_params(str(cfg)).metrics.redundancy_similarity == 0.8
+    with pytest.raises(ParamsError, match="unknown key"):
+        load_params(None, ["trajectory.elab=70"])
+    with pytest.raises(ParamsError, match="expected section.key=value"):
+        load_params(None, ["elab_percentile=70"])
+    with pytest.raises(ParamsError, match="is not a number"):
+        load_params(None, ["trajectory.elab_percentile=high"])
+
+
+def test_params_are_frozen():
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        Params().trajectory.elab_percentile = 1  # type: ignore[misc]

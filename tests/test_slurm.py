@@ -1,0 +1,104 @@
+"""The workflow through the SLURM profile on the real local cluster (scripts/slurm-cluster.sh).
+
+Covers an end-to-end run in which the encoding jobs request a GPU, and a SLURM job cancelled mid-run
+followed by a rerun that completes with identical results.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import time
+
+import pandas as pd
+import pytest
+import yaml
+
+from .workflow_helpers import REPO, env_for, make_workdir, snakefile, snakemake
+
+pytestmark = pytest.mark.slurm
+PROFILE = str(REPO / "profiles" / "slurm")
+
+
+def _cluster_up() -> str | None:
+    if not shutil.which("sinfo"):
+        return "SLURM is not installed here (run `bash scripts/slurm-cluster.sh start` as root)"
+    try:
+        state = subprocess.run(["sinfo", "-h", "-o", "%T"], capture_output=True, text=True, timeout=10).stdout
+    except subprocess.TimeoutExpired:
+        return "SLURM does not answer (run `bash scripts/slurm-cluster.sh start` as root)"
+    if not re.search(r"idle|mixed|allocated", state):
+        return f"the SLURM cluster is not running or its node is not ready (sinfo: {state.strip() or 'nothing'})"
+    return None
+
+
+@pytest.fixture(scope="module", autouse=True)
+def cluster():
+    reason = _cluster_up()
+    if reason:
+        pytest.skip(reason)
+
+
+@pytest.fixture(scope="module")
+def reference(tmp_path_factory):
+    wd = make_workdir(tmp_path_factory.mktemp("local"))
+    snakemake(wd)
+    return wd
+
+
+def _config(gpu: bool) -> dict:
+    cfg = yaml.safe_load((REPO / "config/config.yaml").read_text())
+    cfg["resources"]["encoder_gpu"] = gpu
+    return cfg
+
+
+def _same_tables(a, b) -> None:
+    for table in ("metrics", "exclusions", "profiles"):
+        pd.testing.assert_frame_equal(pd.read_parquet(a / f"results/tables/{table}.parquet"),
+                                      pd.read_parquet(b / f"results/tables/{table}.parquet"))
+
+
+def test_end_to_end_through_slurm_with_a_gpu_rule(reference, tmp_path):
+    wd = make_workdir(tmp_path, _config(gpu=True))
+    out = snakemake(wd, "--profile", PROFILE, timeout=600)
+    log = out.stdout + out.stderr
+    ids = re.findall(r"submitted with SLURM jobid (\d+)", log)
+    assert len(ids) == 1, log[-3000:]  # the demo's one batch of questions is one SLURM job
+    for f in (wd / "results/logs/segment/demo").glob("*.log"):
+        assert "CUDA_VISIBLE_DEVICES=0" in f.read_text()  # the segment jobs ran with the GPU SLURM gave them
+    tres = subprocess.run(["sacct", "-n", "-X", "-P", "-j", ",".join(ids), "--format=JobID,AllocTRES"],
+                          capture_output=True, text=True, timeout=30).stdout
+    assert "gres/gpu=1" in tres, tres
+    _same_tables(wd, reference)
+
+
+def test_cancelled_slurm_job_then_rerun_gives_identical_results(reference, tmp_path):
+    wd = make_workdir(tmp_path, _config(gpu=False))
+    cmd = [sys.executable, "-m", "snakemake", "--snakefile", str(snakefile(wd)), "--directory", str(wd),
+           "--profile", PROFILE]
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env_for(wd),
+                            cwd=wd, start_new_session=True)
+    cancelled = None
+    deadline = time.time() + 240
+    try:
+        while time.time() < deadline and cancelled is None and proc.poll() is None:
+            running = subprocess.run(["squeue", "-h", "-t", "RUNNING", "-o", "%i"], capture_output=True, text=True,
+                                     timeout=10).stdout.split()
+            if running:
+                time.sleep(2)  # let the job's Snakemake start its work
+                subprocess.run(["scancel", running[0]], timeout=10, check=True)
+                cancelled = running[0]
+            time.sleep(0.3)
+        out, _ = proc.communicate(timeout=300)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+    assert cancelled, "no SLURM job was seen running"
+    assert proc.returncode != 0, out[-2000:]  # the run noticed the cancelled job
+    assert not (wd / "results/tables/metrics.parquet").exists()
+    snakemake(wd, "--profile", PROFILE, timeout=600)
+    _same_tables(wd, reference)
