@@ -5,9 +5,6 @@
 # read once here to plan the units: model x question set x question x run. Analysis jobs are sharded per
 # question (wildcards question_set, question_id), each writing one file per unit.
 
-import sys
-from pathlib import Path
-
 from snakemake.exceptions import WorkflowError
 
 from thinkprobe.config import ConfigError, load_schema, validate_config

@@ -12,7 +12,6 @@ encoder once for many traces, and adding a question creates new jobs without tou
 
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable
@@ -60,7 +59,6 @@ class Discovery:
     models: list[str] = field(default_factory=list)
     runs: list[str] = field(default_factory=list)
     questions: dict[str, list[str]] = field(default_factory=dict)  # question set -> question ids
-    seconds: float = 0.0
 
     def shard_records(self, question_set: str, question_id: str) -> dict[str, dict[str, str] | None]:
         """Unit path -> record reference (None when the unit has no trace) for one question's shard."""
@@ -95,7 +93,6 @@ def discover(inputs: Iterable[dict[str, Any]], base: str | Path = ".", max_bytes
     ``models``/``runs`` fix the unit grid (a study's design); when empty, the grid is every model and run
     found. Units of the grid without a record are planned anyway and end as "missing" exclusions.
     """
-    t0 = time.perf_counter()
     base = Path(base)
     found = Discovery()
     first_seen: dict[UnitKey, str] = {}
@@ -133,7 +130,6 @@ def discover(inputs: Iterable[dict[str, Any]], base: str | Path = ".", max_bytes
         ref = found.records.pop(k)
         found.problems.append(Exclusion(ref.trace_id, f"unit {k.path} is outside the configured models/runs",
                                         ref.source))
-    found.seconds = time.perf_counter() - t0
     return found
 
 
