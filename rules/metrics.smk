@@ -49,7 +49,7 @@ rule aggregate:
         metrics="results/tables/metrics.parquet",
         exclusions="results/tables/exclusions.parquet",
     params:
-        problems=_tables_stage.describe_problems(PLAN.problems),
+        problems=[p.as_row() for p in PLAN.problems],
         code=CODE["aggregate"],
     log:
         "results/logs/aggregate.log",

@@ -14,7 +14,7 @@ import pytest
 
 from thinkprobe.encoder import Encoder
 from thinkprobe.graph import check_invariants
-from thinkprobe.metrics import METRIC_NAMES, compute_metrics
+from thinkprobe.metrics import METRIC_NAMES
 from thinkprobe.params import Params
 from thinkprobe.pipeline import analyze
 from thinkprobe.text import count_tokens

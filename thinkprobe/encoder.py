@@ -19,7 +19,6 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -27,6 +26,7 @@ from typing import Protocol, Sequence
 
 import numpy as np
 
+from .outputs import atomic_write_bytes
 from .params import EncoderParams
 
 DEFAULT_MODEL = "all-MiniLM-L6-v2"
@@ -102,17 +102,13 @@ def weights_sha256(folder: Path) -> str:
     if cfg.exists():
         h.update(cfg.read_bytes())
     digest = h.hexdigest()
-    _atomic_write_bytes(memo, digest.encode())
+    _cache_write(memo, digest.encode())
     return digest
 
 
-def _atomic_write_bytes(path: Path, data: bytes) -> None:
+def _cache_write(path: Path, data: bytes) -> None:
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name + ".", suffix=".tmp")
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-        os.replace(tmp, path)
+        atomic_write_bytes(path, data)
     except OSError:
         pass  # a read-only cache only costs speed
 
@@ -232,7 +228,7 @@ class OnnxBackend:
         limit = min(max_seq_length, int(cfg.get("max_position_embeddings", max_seq_length)))
         path = cache_dir() / "onnx" / f"{sha256[:24]}-v{_BUILDER_VERSION}.onnx"
         if not path.exists():
-            _atomic_write_bytes(path, build_onnx_bert(folder).SerializeToString())
+            _cache_write(path, build_onnx_bert(folder).SerializeToString())
         opts = ort.SessionOptions()
         opts.intra_op_num_threads = threads or _cpu_count()
         opts.inter_op_num_threads = 1

@@ -71,19 +71,9 @@ def write_table(path: str | os.PathLike, table, metadata: Mapping[str, Any] | No
         meta = dict(arrow.schema.metadata or {})
         meta[b"thinkprobe"] = json.dumps(metadata, default=_json_default).encode()
         arrow = arrow.replace_schema_metadata(meta)
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    os.close(fd)
-    try:
-        pq.write_table(arrow, tmp)
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
+    buf = pa.BufferOutputStream()
+    pq.write_table(arrow, buf)
+    atomic_write_bytes(path, buf.getvalue().to_pybytes())
 
 
 def read_table_metadata(path: str | os.PathLike) -> dict[str, Any]:

@@ -30,6 +30,10 @@ class UnitKey:
     def path(self) -> str:
         return f"{self.model}/{self.question_set}/{self.question_id}/{self.run}"
 
+    @classmethod
+    def from_path(cls, path: str) -> "UnitKey":
+        return cls(*path.split("/"))
+
     def as_dict(self) -> dict[str, str]:
         return {"model": self.model, "question_set": self.question_set, "question_id": self.question_id,
                 "run": self.run}

@@ -9,15 +9,10 @@ from __future__ import annotations
 from typing import Any
 
 from ..traces import Exclusion, to_trace
-from ..units import InputError, load_records
+from ..units import InputError, UnitKey, load_records
 from .unitfiles import unit_doc, unit_provenance, write_unit
 
 MODULES = ["traces", "units", "outputs", "stages.unitfiles", "stages.ingest"]
-
-
-def unit_from_path(unit_path: str) -> dict[str, str]:
-    model, qset, qid, run = unit_path.split("/")
-    return {"model": model, "question_set": qset, "question_id": qid, "run": run}
 
 
 def import_shard(unit_paths: list[str], records: dict[str, dict[str, str] | None], outputs: list[str],
@@ -29,7 +24,7 @@ def import_shard(unit_paths: list[str], records: dict[str, dict[str, str] | None
     loaded = load_records([r for r in records.values() if r], max_trace_bytes)
     counts = {"ok": 0, "missing": 0, "excluded": 0}
     for unit_path, out in zip(unit_paths, outputs):
-        unit = unit_from_path(unit_path)
+        unit = UnitKey.from_path(unit_path).as_dict()
         ref = records.get(unit_path)
         prov = unit_provenance(MODULES, params, [], record=ref)
         if ref is None:

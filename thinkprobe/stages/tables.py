@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import html
 import json
-from typing import Any
 
 import pandas as pd
 
@@ -96,6 +95,3 @@ def html_table(table_path: str, out_path: str, title: str, max_rows: int = 500) 
                       "</style></head><body>" + "\n".join(body) + "</body></html>\n")
 
 
-def describe_problems(problems: list[Any]) -> list[dict[str, str]]:
-    """Input problems found while planning, as plain rows (for a rule's params)."""
-    return [{"trace_id": p.trace_id, "reason": p.reason, "source": p.source, "stage": p.stage} for p in problems]

@@ -5,7 +5,7 @@ from __future__ import annotations
 import io
 import json
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from ..outputs import atomic_write_bytes, provenance, write_json
 from ..timing import JobClock
@@ -28,6 +28,23 @@ def passthrough(upstream: dict[str, Any], prov: dict[str, Any]) -> dict[str, Any
     """The document for a unit that an earlier stage already excluded (or that has no trace)."""
     return unit_doc(upstream["unit"], upstream["status"], prov, upstream.get("reason"), upstream.get("stage"),
                     trace_id=upstream.get("trace_id"), ids=upstream.get("ids", {}))
+
+
+def transform_units(in_paths: list[str], emb_paths: list[str], out_paths: list[str], modules: list[str],
+                    analysis: dict[str, Any], build: Callable[[dict[str, Any], str, dict[str, Any]], dict[str, Any]]
+                    ) -> dict[str, int]:
+    """One output per unit from its upstream file and embeddings; units already out pass their status through.
+
+    ``build(doc, emb_path, provenance)`` returns the output document of an ``ok`` unit.
+    """
+    counts = {status: 0 for status in STATUSES}
+    for in_path, emb_path, out_path in zip(in_paths, emb_paths, out_paths):
+        doc = read_unit(in_path)
+        prov = unit_provenance(modules, analysis, [in_path, emb_path])
+        out = passthrough(doc, prov) if doc["status"] != "ok" else build(doc, emb_path, prov)
+        write_unit(out_path, out)
+        counts[out["status"]] += 1
+    return counts
 
 
 def read_unit(path: str | Path) -> dict[str, Any]:
