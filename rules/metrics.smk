@@ -29,6 +29,8 @@ rule analysis_batch:
         batch_metric_files,
     output:
         "results/batches/{question_set}/{batch}.json",
+    params:
+        code=CODE["batch"],
     log:
         "results/logs/analysis_batch/{question_set}/{batch}.log",
     group:
@@ -66,6 +68,7 @@ rule profiles:
     output:
         "results/tables/profiles.parquet",
     params:
+        analysis=sections("profile"),
         code=CODE["profiles"],
     log:
         "results/logs/profiles.log",

@@ -57,6 +57,7 @@ En conclusion, je pense qu'il vaut mieux garder la bibliothèque ouverte avec de
 </think>
 Garder la bibliothèque ouverte."""
 
+SHORT = "<think>Okay, so buses are cheaper than rail. Buses win.</think>Buses."
 MARKDOWN_SHORT = """<think>
 # Plan
 
@@ -141,10 +142,11 @@ def build_inputs(root: Path) -> SimpleNamespace:
     excluded["whitespace"] = "empty"
     (root / "think_blank.txt").write_text("<think>\n   \n\t\n</think>\nThe answer is 4.", "utf-8")
     excluded["think_blank"] = "empty"
-    (root / "short.txt").write_text("<think>Okay, so buses are cheaper than rail. Buses win.</think>Buses.", "utf-8")
-    excluded["short"] = "too short"
+    # short traces are analysed: the paper excludes no trace for its length (input.min_words = 0 by default)
+    (root / "short.txt").write_text(SHORT, "utf-8")
+    graphs["short"] = extract_reasoning(SHORT).text
     (root / "markdown_short.md").write_text(MARKDOWN_SHORT, "utf-8")
-    excluded["markdown_short"] = "too short"
+    graphs["markdown_short"] = extract_reasoning(MARKDOWN_SHORT).text
     answer = " ".join(["The city should expand its bus network because buses are cheaper and more flexible."] * 10)
     (root / "no_reasoning.txt").write_text(answer, "utf-8")
     excluded["no_reasoning"] = "no reasoning"
@@ -255,7 +257,7 @@ def test_every_good_trace_has_metrics_and_a_graph(run):
     assert sorted(p.stem for p in (run.out / "graphs").glob("*.json")) == sorted(run.metrics.trace_id)
 
 
-EXCLUDED_IDS = ["empty", "whitespace", "think_blank", "short", "markdown_short", "no_reasoning", "answer-only",
+EXCLUDED_IDS = ["empty", "whitespace", "think_blank", "no_reasoning", "answer-only",
                 "bad_utf8", "huge", "huge-record", "broken", "mixed-3", "mixed-5", "list-2"]
 
 
@@ -326,7 +328,7 @@ def test_other_languages_give_graphs(run, trace_id):
 
 
 def test_markdown_only_traces(run):
-    # under 80 words of headers, one-word bullets and rules: excluded as too short (checked above);
+    # under 80 words of headers, one-word bullets and rules: analysed like any other trace (checked above);
     # 100 one-word bullets under headers (>= 80 words): a graph with one TU per bullet
     assert count_words(run.graphs["markdown_long"]) >= 80
     g = _graph(run, "markdown_long")
@@ -334,6 +336,19 @@ def test_markdown_only_traces(run):
     assert g.number_of_nodes() == bullets
     assert all(d["text"].lstrip("#- ").split()[-1] in _WORDS for _, d in g.nodes(data=True))
     assert any(d["node_type"] in ("HYP", "RFR") for _, d in g.nodes(data=True))
+
+
+def test_min_words_option_excludes_short_traces_with_a_reason(tmp_path):
+    """``input.min_words`` is off by default; set, it excludes shorter traces (and says so) and keeps the rest."""
+    (tmp_path / "in").mkdir()
+    (tmp_path / "in" / "short.txt").write_text(SHORT, "utf-8")
+    (tmp_path / "in" / "long.txt").write_text(DEMO[0]["text"], "utf-8")
+    proc = subprocess.run(_thinkprobe() + ["analyze", str(tmp_path / "in"), "--out", str(tmp_path / "out"), "--quiet",
+                                           "--set", "input.min_words=80"], capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr
+    excl = pd.read_parquet(tmp_path / "out" / "exclusions.parquet")
+    assert list(excl.trace_id) == ["short"] and "too short" in excl.reason.iloc[0]
+    assert list(pd.read_parquet(tmp_path / "out" / "metrics.parquet").trace_id) == ["long"]
 
 
 def test_non_object_json_records_do_not_stop_the_batch(tmp_path):

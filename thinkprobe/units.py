@@ -3,8 +3,15 @@
 The workflow plans its jobs from this module's :func:`discover`: it reads the configured inputs (trace
 folders, JSON and JSONL files) once at parse time, maps every record to its unit, and reports what cannot
 be mapped (unreadable files, broken lines, records without a model, duplicate units) as exclusions instead
-of stopping. Each unit is identified by path-safe names; its files live at
-``results/<stage>/<model>/<question_set>/<question_id>/<run>.<ext>``.
+of stopping. Each unit is identified by path-safe names (:func:`~thinkprobe.traces.safe_id`, injective, so
+``問題一`` and ``問題二`` are two units); its files live at
+``results/<stage>/<model>/<question_set>/<question_id>/<run>.<ext>``, and the ids as the input states them
+travel with the unit into its files and the tables.
+
+A record is found again by its content hash within its file, not by its line number: the rule parameters
+hold no line numbers, so inserting a blank line (or any other record) into an input file reruns nothing
+that did not change. (A record without an id is named after its line, ``<file>-<line>``; moving such a
+record renames its unit. Give records ids.)
 
 Analysis jobs are sharded per question (all models and runs of one question in one job): a job loads the
 encoder once for many traces, and adding a question creates new jobs without touching existing ones.
@@ -16,7 +23,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable
 
-from .traces import Exclusion, RawRecord, iter_files, iter_records, safe_id
+from .corpus_inputs import adapt
+from .traces import Exclusion, RawRecord, iter_records, safe_id, walk_inputs
 
 
 @dataclass(frozen=True, order=True)
@@ -41,17 +49,23 @@ class UnitKey:
 
 @dataclass(frozen=True)
 class RecordRef:
-    """Where one unit's trace comes from: the file, the item inside it and the item's content hash."""
+    """Where one unit's trace comes from: the file and the item's content hash (plus ids as stated).
+
+    ``source`` (``path:LINE``) is where the item was when the workflow was planned; it is reported in
+    messages but left out of :meth:`as_dict` (the rule parameters), so that moving a record within its file
+    changes no parameter. The import job finds the item again by ``sha256``.
+    """
 
     path: str
     source: str
     sha256: str
     trace_id: str
     domain: str
+    ids: tuple[tuple[str, str], ...] = ()  # model, question_id, run, record_id as the input states them
 
-    def as_dict(self) -> dict[str, str]:
-        return {"path": self.path, "source": self.source, "sha256": self.sha256, "trace_id": self.trace_id,
-                "domain": self.domain}
+    def as_dict(self) -> dict[str, Any]:
+        return {"path": self.path, "sha256": self.sha256, "trace_id": self.trace_id, "domain": self.domain,
+                "original": dict(self.ids)}
 
 
 @dataclass
@@ -63,6 +77,8 @@ class Discovery:
     models: list[str] = field(default_factory=list)
     runs: list[str] = field(default_factory=list)
     questions: dict[str, list[str]] = field(default_factory=dict)  # question set -> question ids
+    found_models: list[str] = field(default_factory=list)  # every model in the inputs (before the grid)
+    found_runs: list[str] = field(default_factory=list)
 
     def shard_records(self, question_set: str, question_id: str) -> dict[str, dict[str, str] | None]:
         """Unit path -> record reference (None when the unit has no trace) for one question's shard."""
@@ -79,14 +95,16 @@ class InputError(ValueError):
     """An input entry of the configuration cannot be used at all (e.g. its path does not exist)."""
 
 
-def _unit_of(raw: RawRecord, entry: dict[str, Any]) -> tuple[UnitKey | None, str]:
+def _unit_of(raw: RawRecord, entry: dict[str, Any]) -> tuple[UnitKey | None, str, dict[str, str]]:
     ids = raw.ids()
     model = ids["model"] or str(entry.get("model") or "")
     if not model:
-        return None, "no model: the record has no `model` field and the input entry sets no `model`"
-    qid = ids["question_id"] or (raw.default_id if raw.record is None else ids["trace_id"])
+        return None, "no model: the record has no `model` field and the input entry sets no `model`", {}
+    qid = ids["question_id"] or (raw.default_id if raw.record is None else ids["original_id"])
     run = ids["run"] or str(entry.get("run", 1))
-    return UnitKey(safe_id(model), safe_id(entry["question_set"]), safe_id(qid), safe_id(run)), ids["domain"]
+    original = {"model": model, "question_id": qid, "run": run, "record_id": ids["original_id"]}
+    key = UnitKey(safe_id(model), safe_id(entry["question_set"]), safe_id(qid), safe_id(run))
+    return key, ids["domain"], original
 
 
 def discover(inputs: Iterable[dict[str, Any]], base: str | Path = ".", max_bytes: int = 2_000_000,
@@ -105,12 +123,17 @@ def discover(inputs: Iterable[dict[str, Any]], base: str | Path = ".", max_bytes
         root = root if root.is_absolute() else base / root
         if not root.exists():
             raise InputError(f"input {entry['path']!r} (question set {entry['question_set']!r}): no such file or folder")
-        for path in iter_files([root]):
+        for path in walk_inputs([root]):
+            if isinstance(path, Exclusion):
+                found.problems.append(path)
+                continue
             for raw in iter_records(path, max_bytes):
+                if not isinstance(raw, Exclusion):
+                    raw = adapt(raw, entry)  # entry["adapter"]: ids kept outside the records (corpus_inputs)
                 if isinstance(raw, Exclusion):
                     found.problems.append(raw)
                     continue
-                key, domain = _unit_of(raw, entry)
+                key, domain, original = _unit_of(raw, entry)
                 if key is None:
                     found.problems.append(Exclusion(raw.ids()["trace_id"], domain, raw.source))
                     continue
@@ -120,7 +143,10 @@ def discover(inputs: Iterable[dict[str, Any]], base: str | Path = ".", max_bytes
                                                     raw.source))
                     continue
                 first_seen[key] = raw.source
-                found.records[key] = RecordRef(str(path), raw.source, raw.sha256, raw.ids()["trace_id"], domain)
+                found.records[key] = RecordRef(str(path), raw.source, raw.sha256, raw.ids()["trace_id"], domain,
+                                               tuple(original.items()))
+    found.found_models = sorted({dict(r.ids)["model"] for r in found.records.values()})
+    found.found_runs = sorted({dict(r.ids)["run"] for r in found.records.values()}, key=lambda r: (len(r), r))
     found.models = [safe_id(m) for m in models] if models else sorted({k.model for k in found.records})
     found.runs = [safe_id(str(r)) for r in runs] if runs else sorted({k.run for k in found.records},
                                                                      key=lambda r: (len(r), r))
@@ -137,25 +163,42 @@ def discover(inputs: Iterable[dict[str, Any]], base: str | Path = ".", max_bytes
     return found
 
 
-def load_records(refs: Iterable[dict[str, str]], max_bytes: int = 2_000_000) -> dict[str, RawRecord | InputError]:
-    """Re-read the items ``refs`` point to (each file once), keyed by ``source``.
+def record_key(ref: dict[str, Any]) -> tuple[str, str]:
+    """How a planned record is found again: its file and its content hash."""
+    return ref["path"], ref["sha256"]
 
-    An item that changed since the workflow was planned, or is gone, maps to an :class:`InputError`.
+
+def load_records(refs: Iterable[dict[str, Any]], max_bytes: int = 2_000_000
+                 ) -> dict[tuple[str, str], RawRecord | InputError]:
+    """Re-read the items ``refs`` point to (each file once), keyed by :func:`record_key`.
+
+    Items are matched by content hash, wherever they now are in their file. An item that changed since
+    the workflow was planned, or is gone, maps to an :class:`InputError`.
     """
-    refs = list(refs)
-    by_path: dict[str, list[dict[str, str]]] = {}
+    by_path: dict[str, list[dict[str, Any]]] = {}
     for ref in refs:
         by_path.setdefault(ref["path"], []).append(ref)
-    out: dict[str, RawRecord | InputError] = {}
+    out: dict[tuple[str, str], RawRecord | InputError] = {}
     for path, wanted in by_path.items():
-        index = {raw.source: raw for raw in iter_records(path, max_bytes) if isinstance(raw, RawRecord)}
+        index: dict[str, RawRecord] = {}
+        for raw in iter_records(path, max_bytes):
+            if isinstance(raw, RawRecord):
+                index.setdefault(raw.sha256, raw)
         for ref in wanted:
-            raw = index.get(ref["source"])
-            if raw is None:
-                out[ref["source"]] = InputError(f"{ref['source']}: the record is gone from its file; run again")
-            elif raw.sha256 != ref["sha256"]:
-                out[ref["source"]] = InputError(f"{ref['source']}: the record changed after the workflow was "
-                                                "planned; run again")
-            else:
-                out[ref["source"]] = raw
+            raw = index.get(ref["sha256"])
+            out[record_key(ref)] = raw if raw is not None else InputError(
+                f"{path}: the record of {ref['trace_id']!r} is gone from its file or changed after the workflow "
+                "was planned; run again")
     return out
+
+
+def no_traces_message(plan: Discovery, inputs: Iterable[dict[str, Any]], models: list[str], runs: list[str]) -> str:
+    """Why planning found no unit to analyse, naming what the inputs hold when the grid selects none of it."""
+    paths = ", ".join(str(e["path"]) for e in inputs)
+    if plan.found_models:
+        return (f"no trace of the inputs ({paths}) belongs to the configured study grid: "
+                f"units.models = {models or '(all)'}, units.runs = {runs or '(all)'}; the inputs hold "
+                f"models {plan.found_models} and runs {plan.found_runs}")
+    unreadable = len(plan.problems)
+    return (f"no traces found in the configured inputs: {paths}"
+            + (f" ({unreadable} item(s) could not be used; first: {plan.problems[0].reason})" if unreadable else ""))

@@ -4,12 +4,11 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..codedeps import stage_modules
 from ..graph import InvariantError
 from ..params import Params
 from ..pipeline import SegmentedTrace, graph_of
 from .unitfiles import load_embeddings, transform_units, unit_doc
-
-MODULES = ["graph", "text", "pipeline", "outputs", "stages.unitfiles", "stages.graph"]
 
 
 def graph_shard(seg_paths: list[str], emb_paths: list[str], graph_paths: list[str],
@@ -25,4 +24,7 @@ def graph_shard(seg_paths: list[str], emb_paths: list[str], graph_paths: list[st
                             ids=doc["ids"])
         return unit_doc(doc["unit"], "ok", prov, trace_id=doc["trace_id"], ids=doc["ids"], graph=g.to_node_link())
 
-    return transform_units(seg_paths, emb_paths, graph_paths, MODULES, analysis, build)
+    return transform_units(seg_paths, emb_paths, graph_paths, MODULES, analysis, build, stage="graph")
+
+
+MODULES = stage_modules(__name__.removeprefix("thinkprobe."), "graph_shard")

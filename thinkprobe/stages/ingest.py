@@ -1,21 +1,22 @@
 """Stage ``import_traces``: copy each unit's trace from the configured inputs into its unit file.
 
-The unit file holds the reasoning extracted verbatim (``<think>`` block or reasoning field) and the
-content hash of the source record, so every later number traces back to the exact input item.
+The unit file holds the reasoning extracted verbatim (``<think>`` block or reasoning field), the ids as the
+input states them (``ids``; ``unit`` holds their file-safe forms) and the content hash of the source
+record, so every later number traces back to the exact input item. A record is found again by its content
+hash, wherever it now is in its file; the line it was found on goes into the provenance.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from ..codedeps import stage_modules
 from ..traces import Exclusion, to_trace
-from ..units import InputError, UnitKey, load_records
-from .unitfiles import unit_doc, unit_provenance, write_unit
-
-MODULES = ["traces", "units", "outputs", "stages.unitfiles", "stages.ingest"]
+from ..units import InputError, UnitKey, load_records, record_key
+from .unitfiles import failure_doc, unit_doc, unit_provenance, write_unit_or_exclude
 
 
-def import_shard(unit_paths: list[str], records: dict[str, dict[str, str] | None], outputs: list[str],
+def import_shard(unit_paths: list[str], records: dict[str, dict[str, Any] | None], outputs: list[str],
                  require_think: bool, max_trace_bytes: int) -> dict[str, int]:
     """Write one trace unit file per unit of a question shard; returns counts per status."""
     if len(unit_paths) != len(outputs):
@@ -26,22 +27,34 @@ def import_shard(unit_paths: list[str], records: dict[str, dict[str, str] | None
     for unit_path, out in zip(unit_paths, outputs):
         unit = UnitKey.from_path(unit_path).as_dict()
         ref = records.get(unit_path)
-        prov = unit_provenance(MODULES, params, [], record=ref)
-        if ref is None:
-            doc = unit_doc(unit, "missing", prov, "missing: no trace for this unit in the inputs", "import",
-                           trace_id=None, ids={**unit, "domain": ""})
-        else:
-            ids: dict[str, Any] = {**unit, "domain": ref.get("domain", ""), "record_id": ref["trace_id"],
-                                   "source": ref["source"]}
-            raw = loaded[ref["source"]]
-            item = Exclusion(ref["trace_id"], str(raw), ref["source"], "import") if isinstance(raw, InputError) \
-                else to_trace(raw, require_think)
-            if isinstance(item, Exclusion):
-                doc = unit_doc(unit, "excluded", prov, item.reason, "import", trace_id=unit_path, ids=ids)
-            else:
-                doc = unit_doc(unit, "ok", prov, trace_id=unit_path, ids=ids,
-                               trace={"text": item.text, "source": item.source, "truncated": item.truncated,
-                                      "offset": item.offset})
-        write_unit(out, doc)
+        raw = loaded.get(record_key(ref)) if ref else None
+        source = getattr(raw, "source", "")
+        prov = unit_provenance(MODULES, params, [], record={**ref, "source": source} if ref else None)
+        try:
+            doc = _unit_document(unit, unit_path, ref, raw, prov, require_think)
+        except Exception as exc:  # noqa: BLE001 - one record never costs its shard
+            doc = failure_doc(unit, prov, "import", exc)
+        doc = write_unit_or_exclude(out, doc, "import")
         counts[doc["status"]] += 1
     return counts
+
+
+def _unit_document(unit: dict[str, str], unit_path: str, ref: dict[str, Any] | None, raw, prov: dict[str, Any],
+                   require_think: bool) -> dict[str, Any]:
+    if ref is None:
+        return unit_doc(unit, "missing", prov, "missing: no trace for this unit in the inputs", "import",
+                        trace_id=None, ids={**unit, "domain": ""})
+    original = ref.get("original", {})
+    ids: dict[str, Any] = {**unit, **{k: original[k] for k in ("model", "question_id", "run") if k in original},
+                           "domain": ref.get("domain", ""), "record_id": original.get("record_id", ref["trace_id"]),
+                           "source": getattr(raw, "source", ref["path"])}
+    item = Exclusion(ref["trace_id"], str(raw), ref["path"], "import") if isinstance(raw, InputError) \
+        else to_trace(raw, require_think)
+    if isinstance(item, Exclusion):
+        return unit_doc(unit, "excluded", prov, item.reason, "import", trace_id=unit_path, ids=ids)
+    return unit_doc(unit, "ok", prov, trace_id=unit_path, ids=ids,
+                    trace={"text": item.text, "source": item.source, "truncated": item.truncated,
+                           "offset": item.offset})
+
+
+MODULES = stage_modules(__name__.removeprefix("thinkprobe."), "import_shard")

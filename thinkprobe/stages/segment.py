@@ -3,6 +3,10 @@
 Embedding is part of this stage, not a job of its own: layer 2 already needs the encoder, and a separate
 ``embed`` job would load it a second time per shard for no gain (the DAG still has one embeddings file
 per unit). The encoder is loaded once per job and each distinct text is encoded once.
+
+Per-unit failures (an unreadable unit file, a trace the segmenter cannot handle) exclude that unit; when
+the shard's batched call fails as a whole, its traces are retried one by one so the culprit alone is
+excluded. Failing to load the encoder fails the job: that is a fault of the job, not of a unit.
 """
 
 from __future__ import annotations
@@ -11,55 +15,93 @@ from typing import Any
 
 import numpy as np
 
+from ..codedeps import stage_modules
 from ..encoder import load_encoder
 from ..params import Params
 from ..pipeline import SegmentedTrace, segment_traces
-from ..traces import Exclusion, Trace
 from ..timing import JobClock
-from .unitfiles import passthrough, read_unit, save_embeddings, unit_doc, unit_provenance, write_unit
+from ..traces import Exclusion, Trace
+from .unitfiles import (failure_doc, passthrough, read_unit, save_embeddings, unit_doc, unit_from_file,
+                        unit_provenance, write_unit_or_exclude)
 
-MODULES = ["traces", "text", "lexicon", "lexicons/cues.tsv", "segmentation", "texttiling", "encoder", "pipeline",
-           "outputs", "stages.unitfiles", "stages.segment"]
+
+def _trace_of(doc: dict[str, Any]) -> Trace:
+    return Trace(doc["trace_id"], doc["trace"]["text"], source=doc["trace"]["source"],
+                 truncated=doc["trace"]["truncated"], offset=doc["trace"]["offset"],
+                 model=doc["unit"]["model"], question_id=doc["unit"]["question_id"],
+                 run=doc["unit"]["run"], domain=doc["ids"].get("domain", ""))
+
+
+def _segment_each(traces: dict[int, Trace], params: Params, encoder) -> dict[int, SegmentedTrace | Exclusion | Exception]:
+    """Segment the traces together; when that raises, one by one, so a failure is pinned on its unit."""
+    try:
+        return dict(zip(traces, segment_traces(list(traces.values()), params, encoder)))
+    except Exception:  # noqa: BLE001 - retried per trace below
+        out: dict[int, SegmentedTrace | Exclusion | Exception] = {}
+        for i, tr in traces.items():
+            try:
+                out[i] = segment_traces([tr], params, encoder)[0]
+            except Exception as exc:  # noqa: BLE001 - this unit alone is excluded
+                out[i] = exc
+        return out
 
 
 def segment_shard(trace_paths: list[str], seg_paths: list[str], emb_paths: list[str], analysis: dict[str, Any],
-                  clock: JobClock | None = None, extra_provenance: dict[str, Any] | None = None) -> dict[str, int]:
-    """Segment and embed every ``ok`` unit of a shard; other units pass their status through."""
+                  clock: JobClock | None = None, extra_provenance: dict[str, Any] | None = None,
+                  device: str = "auto", gpu: bool | None = None) -> dict[str, int]:
+    """Segment and embed every ``ok`` unit of a shard; other units pass their status through.
+
+    ``device``/``gpu`` choose where the encoder runs (see :func:`thinkprobe.encoder.load_encoder`); the
+    device actually used goes into every unit's provenance.
+    """
     clock = clock or JobClock()
     params = Params.from_dict(analysis)
-    docs = [read_unit(p) for p in trace_paths]
-    todo = [i for i, d in enumerate(docs) if d["status"] == "ok"]
-    traces = [Trace(docs[i]["trace_id"], docs[i]["trace"]["text"], source=docs[i]["trace"]["source"],
-                    truncated=docs[i]["trace"]["truncated"], offset=docs[i]["trace"]["offset"],
-                    model=docs[i]["unit"]["model"], question_id=docs[i]["unit"]["question_id"],
-                    run=docs[i]["unit"]["run"], domain=docs[i]["ids"].get("domain", "")) for i in todo]
+    docs: list[dict[str, Any] | Exception] = []
+    for p in trace_paths:
+        try:
+            docs.append(read_unit(p))
+        except Exception as exc:  # noqa: BLE001
+            docs.append(exc)
+    traces: dict[int, Trace] = {}
+    results: dict[int, SegmentedTrace | Exclusion | Exception] = {}
+    for i, d in enumerate(docs):
+        if isinstance(d, dict) and d["status"] == "ok":
+            try:
+                traces[i] = _trace_of(d)
+            except Exception as exc:  # noqa: BLE001
+                results[i] = exc
     clock.mark("read")
-    results: dict[int, SegmentedTrace | Exclusion] = {}
-    encoder_id = None
+    encoder_prov: dict[str, Any] = {"encoder": None}
     if traces:
-        encoder = load_encoder(params.encoder)
-        encoder_id = encoder.encoder_id
+        encoder = load_encoder(params.encoder, device=device, gpu=gpu)
+        encoder_prov = encoder.provenance()
         clock.mark("model_load")
-        results = dict(zip(todo, segment_traces(traces, params, encoder)))
+        results.update(_segment_each(traces, params, encoder))
         clock.mark("work")
     counts = {"ok": 0, "missing": 0, "excluded": 0}
     dim = next((r.embeddings.shape[1] for r in results.values() if isinstance(r, SegmentedTrace)), 0)
     for i, (doc, seg_path, emb_path) in enumerate(zip(docs, seg_paths, emb_paths)):
-        prov = unit_provenance(MODULES, analysis, [trace_paths[i]], encoder=encoder_id, **(extra_provenance or {}))
+        prov = unit_provenance(MODULES, analysis, [trace_paths[i]], **encoder_prov, **(extra_provenance or {}))
         res = results.get(i)
-        if res is None:
+        emb = np.zeros((0, dim), np.float32)
+        if isinstance(doc, Exception) or isinstance(res, Exception):
+            unit = unit_from_file(seg_path) if isinstance(doc, Exception) else doc["unit"]
+            out = failure_doc(unit, prov, "segment", doc if isinstance(doc, Exception) else res,
+                              None if isinstance(doc, Exception) else doc)
+        elif res is None:
             out = passthrough(doc, prov)
-            emb = np.zeros((0, dim), np.float32)
         elif isinstance(res, Exclusion):
             out = unit_doc(doc["unit"], "excluded", prov, res.reason, f"segment:{res.stage}",
                            trace_id=doc["trace_id"], ids=doc["ids"])
-            emb = np.zeros((0, dim), np.float32)
         else:
             out = unit_doc(doc["unit"], "ok", prov, trace_id=doc["trace_id"], ids=doc["ids"],
                            text=res.trace.text, segmentation=res.to_dict())
             emb = res.embeddings
-        save_embeddings(emb_path, emb)
-        write_unit(seg_path, out)
+        out = write_unit_or_exclude(seg_path, out, "segment")
+        save_embeddings(emb_path, emb if out["status"] == "ok" else np.zeros((0, dim), np.float32))
         counts[out["status"]] += 1
     clock.mark("write")
     return counts
+
+
+MODULES = stage_modules(__name__.removeprefix("thinkprobe."), "segment_shard", data=["lexicons/cues.tsv"])

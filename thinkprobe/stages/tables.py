@@ -7,6 +7,7 @@ import json
 
 import pandas as pd
 
+from ..codedeps import stage_modules
 from ..metrics import METRIC_NAMES
 from ..outputs import atomic_write_text, provenance, read_table_metadata, sha256_file, write_json, write_table
 from ..profile import model_profiles, trace_profiles
@@ -14,25 +15,27 @@ from .unitfiles import read_unit
 
 ID_COLUMNS = ["trace_id", "model", "question_set", "question_id", "run", "domain", "record_id"]
 EXCLUSION_COLUMNS = ["trace_id", "model", "question_set", "question_id", "run", "stage", "reason", "source"]
-AGGREGATE_MODULES = ["metrics", "outputs", "stages.unitfiles", "stages.tables"]
-PROFILE_MODULES = ["profile", "metrics", "outputs", "stages.tables"]
 
 
 def aggregate(metric_paths: list[str], problems: list[dict[str, str]], out_metrics: str,
               out_exclusions: str) -> tuple[int, int]:
-    """One row per analysed unit (ids + 19 metrics); one row per excluded or missing unit and input problem."""
+    """One row per analysed unit (ids + 19 metrics); one row per excluded or missing unit and input problem.
+
+    ``trace_id`` is the unit's path (its file-safe ids); ``model``, ``question_id``, ``run`` and
+    ``record_id`` are the ids as the input states them.
+    """
     rows, excluded = [], []
     for path in metric_paths:
         doc = read_unit(path)
-        ids = {**doc["unit"], **{k: v for k, v in doc.get("ids", {}).items() if k not in doc["unit"]}}
+        ids = {**doc["unit"], **doc.get("ids", {})}
         unit_id = "/".join(doc["unit"][k] for k in ("model", "question_set", "question_id", "run"))
         if doc["status"] == "ok":
             rows.append({"trace_id": unit_id, **{c: ids.get(c, "") for c in ID_COLUMNS[1:]}, **doc["metrics"]})
         else:
-            source = doc.get("ids", {}).get("source", "")
-            excluded.append({"trace_id": unit_id, **{c: doc["unit"][c] for c in ("model", "question_set",
-                                                                               "question_id", "run")},
-                             "stage": doc.get("stage") or "", "reason": doc.get("reason") or "", "source": source})
+            excluded.append({"trace_id": unit_id, **{c: ids[c] for c in ("model", "question_set", "question_id",
+                                                                        "run")},
+                             "stage": doc.get("stage") or "", "reason": doc.get("reason") or "",
+                             "source": ids.get("source", "")})
     for p in problems:
         excluded.append({"trace_id": p["trace_id"], "model": "", "question_set": "", "question_id": "", "run": "",
                          "stage": p.get("stage", "input"), "reason": p["reason"], "source": p.get("source", "")})
@@ -50,19 +53,24 @@ def batch_manifest(metric_paths: list[str], out_path: str) -> dict[str, int]:
         counts[doc["status"]] += 1
         units.append({"file": path, "status": doc["status"], "sha256": sha256_file(path)})
     write_json(out_path, {"units": units, "counts": counts,
-                          "provenance": provenance(AGGREGATE_MODULES, {}, [])})
+                          "provenance": provenance(BATCH_MODULES, {}, [])})
     return counts
 
 
-def profiles_table(metrics_path: str, out_path: str, exclude: tuple[str, ...] = ()) -> pd.DataFrame:
-    """The 5D-CP per trace (``level = trace``) and per model (``level = model``), in one table."""
+def profiles_table(metrics_path: str, out_path: str, exclude: tuple[str, ...] = (),
+                   dimensions: str | dict | None = None) -> pd.DataFrame:
+    """The 5D-CP per trace (``level = trace``) and per model (``level = model``), in one table.
+
+    ``dimensions`` is the dimension map (``analysis.profile.dimensions``: ``table2``, ``app_g`` or a mapping).
+    """
     metrics = pd.read_parquet(metrics_path)
-    prov = provenance(PROFILE_MODULES, {"excluded_metrics": list(exclude)}, [metrics_path],
+    prov = provenance(PROFILE_MODULES, {"excluded_metrics": list(exclude), "dimensions": dimensions or "table2"},
+                      [metrics_path],
                       source_provenance=read_table_metadata(metrics_path))
     if metrics.empty:
         table = pd.DataFrame(columns=["level", "trace_id", "model", "n_traces"])
     else:
-        traces, stats = trace_profiles(metrics, exclude)
+        traces, stats = trace_profiles(metrics, exclude, dimensions)
         traces.insert(0, "level", "trace")
         models = model_profiles(traces)
         models.insert(0, "level", "model")
@@ -95,3 +103,7 @@ def html_table(table_path: str, out_path: str, title: str, max_rows: int = 500) 
                       "</style></head><body>" + "\n".join(body) + "</body></html>\n")
 
 
+AGGREGATE_MODULES = stage_modules(__name__.removeprefix("thinkprobe."), "aggregate")
+BATCH_MODULES = stage_modules(__name__.removeprefix("thinkprobe."), "batch_manifest")
+PROFILE_MODULES = stage_modules(__name__.removeprefix("thinkprobe."), "profiles_table")
+REPORT_MODULES = stage_modules(__name__.removeprefix("thinkprobe."), "html_table")

@@ -1,9 +1,17 @@
-"""The per-unit files of the workflow: JSON documents with status and provenance, and embedding arrays."""
+"""The per-unit files of the workflow: JSON documents with status and provenance, and embedding arrays.
+
+Every per-unit failure of a stage becomes that unit's ``excluded`` status, with the stage and the reason
+(the traceback goes to the job's log): a unit file that cannot be read, an input the stage's code cannot
+handle, an output that cannot be written. A job fails only for faults of the job itself (its encoder
+cannot load, its disk is full), never for one unit.
+"""
 
 from __future__ import annotations
 
 import io
 import json
+import sys
+import traceback
 from pathlib import Path
 from typing import Any, Callable
 
@@ -30,19 +38,53 @@ def passthrough(upstream: dict[str, Any], prov: dict[str, Any]) -> dict[str, Any
                     trace_id=upstream.get("trace_id"), ids=upstream.get("ids", {}))
 
 
+def unit_from_file(path: str | Path) -> dict[str, str]:
+    """The unit of a per-unit file, from its path ``results/<stage>/<model>/<qset>/<qid>/<run>.<ext>``."""
+    model, question_set, question_id, run = Path(path).with_suffix("").parts[-4:]
+    return {"model": model, "question_set": question_set, "question_id": question_id, "run": run}
+
+
+def failure_doc(unit: dict[str, str], prov: dict[str, Any], stage: str, exc: BaseException,
+                upstream: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The ``excluded`` document of a unit whose processing raised; the traceback goes to stderr (the log)."""
+    unit_id = "/".join(unit[k] for k in ("model", "question_set", "question_id", "run"))
+    print(f"unit {unit_id}: excluded in stage {stage}:", file=sys.stderr)
+    traceback.print_exception(type(exc), exc, exc.__traceback__, file=sys.stderr)
+    reason = str(exc) if isinstance(exc, UnitFileError) else f"internal error in {stage}: {type(exc).__name__}: {exc}"
+    upstream = upstream or {}
+    return unit_doc(unit, "excluded", prov, reason, stage, trace_id=upstream.get("trace_id", unit_id),
+                    ids=upstream.get("ids", {**unit, "domain": ""}))
+
+
+def write_unit_or_exclude(path: str | Path, doc: dict[str, Any], stage: str) -> dict[str, Any]:
+    """Write ``doc``; when it cannot be serialised or written, write the unit's exclusion instead."""
+    try:
+        write_unit(path, doc)
+        return doc
+    except (TypeError, ValueError) as exc:  # not serialisable, e.g. a text that is not valid Unicode
+        out = failure_doc(doc["unit"], doc["provenance"], stage, exc, doc)
+        write_unit(path, out)
+        return out
+
+
 def transform_units(in_paths: list[str], emb_paths: list[str], out_paths: list[str], modules: list[str],
-                    analysis: dict[str, Any], build: Callable[[dict[str, Any], str, dict[str, Any]], dict[str, Any]]
-                    ) -> dict[str, int]:
+                    analysis: dict[str, Any], build: Callable[[dict[str, Any], str, dict[str, Any]], dict[str, Any]],
+                    stage: str = "") -> dict[str, int]:
     """One output per unit from its upstream file and embeddings; units already out pass their status through.
 
-    ``build(doc, emb_path, provenance)`` returns the output document of an ``ok`` unit.
+    ``build(doc, emb_path, provenance)`` returns the output document of an ``ok`` unit. Whatever fails
+    for one unit (its upstream file, ``build``, the write) makes that unit ``excluded`` in ``stage``.
     """
     counts = {status: 0 for status in STATUSES}
     for in_path, emb_path, out_path in zip(in_paths, emb_paths, out_paths):
-        doc = read_unit(in_path)
         prov = unit_provenance(modules, analysis, [in_path, emb_path])
-        out = passthrough(doc, prov) if doc["status"] != "ok" else build(doc, emb_path, prov)
-        write_unit(out_path, out)
+        doc: dict[str, Any] | None = None
+        try:
+            doc = read_unit(in_path)
+            out = passthrough(doc, prov) if doc["status"] != "ok" else build(doc, emb_path, prov)
+        except Exception as exc:  # noqa: BLE001 - one unit never costs its shard
+            out = failure_doc(doc["unit"] if doc else unit_from_file(out_path), prov, stage, exc, doc)
+        out = write_unit_or_exclude(out_path, out, stage)
         counts[out["status"]] += 1
     return counts
 

@@ -1,9 +1,8 @@
 """Rule aggregate: the study's metrics and exclusions tables."""
 
-import sys
+from thinkprobe.stages.joblog import job_log
 
-with open(snakemake.log[0], "w") as log:
-    sys.stderr = log
+with job_log(snakemake.log[0]) as log:
     from thinkprobe.stages.tables import aggregate
 
     n_ok, n_excluded = aggregate(list(snakemake.input), snakemake.params.problems, snakemake.output.metrics,

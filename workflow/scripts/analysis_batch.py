@@ -1,9 +1,8 @@
 """Rule analysis_batch: the manifest of a batch of questions (joins their jobs into one group component)."""
 
-import sys
+from thinkprobe.stages.joblog import job_log
 
-with open(snakemake.log[0], "w") as log:
-    sys.stderr = log
+with job_log(snakemake.log[0]) as log:
     from thinkprobe.stages.tables import batch_manifest
 
     counts = batch_manifest(list(snakemake.input), snakemake.output[0])

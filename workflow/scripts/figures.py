@@ -1,9 +1,8 @@
 """Rule figures: the 5D radar and the metric heatmap, each with a provenance footer."""
 
-import sys
+from thinkprobe.stages.joblog import job_log
 
-with open(snakemake.log[0], "w") as log:
-    sys.stderr = log
+with job_log(snakemake.log[0]) as log:
     import pandas as pd
 
     from thinkprobe import __version__

@@ -1,12 +1,10 @@
 """Rule graph: layers 3-4, node types and invariants for every unit of a question shard."""
 
-import sys
-
+from thinkprobe.stages.joblog import job_log
 from thinkprobe.timing import JobClock
 
 clock = JobClock()
-with open(snakemake.log[0], "w") as log:
-    sys.stderr = log
+with job_log(snakemake.log[0]) as log:
     from thinkprobe.stages.graph import graph_shard
     from thinkprobe.stages.unitfiles import log_timing
 

@@ -1,9 +1,8 @@
 """Rule report_tables: HTML pages of the study tables, each with its provenance, for the report."""
 
-import sys
+from thinkprobe.stages.joblog import job_log
 
-with open(snakemake.log[0], "w") as log:
-    sys.stderr = log
+with job_log(snakemake.log[0]) as log:
     from thinkprobe.stages.tables import html_table
 
     html_table(snakemake.input.metrics, snakemake.output.metrics, "Metrics per trace (19 metrics)")

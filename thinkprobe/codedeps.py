@@ -1,0 +1,248 @@
+"""Which thinkprobe modules a stage's code really uses, found from the source (for the stages' code hashes).
+
+The workflow passes each rule the sha256 of the modules behind it, so that editing a module reruns exactly
+the rules that use it (Snakemake's own ``code`` trigger only watches the rule script). Hand-kept module
+lists go stale the day someone adds an import; this module derives them instead, by reading the sources
+with :mod:`ast` (nothing is imported or executed).
+
+The walk is by *name*, not only by module: starting from the functions a rule calls, it follows every
+name their definitions use (function bodies, decorators, default values, base classes, module constants,
+and imports made inside functions) to the module that defines it, transitively. A module is part of a
+stage when a name defined there is used; a module that is imported only for names the stage never uses
+(``pipeline`` imports ``metrics`` for its ``analyze`` function, which the segment stage never calls) is not.
+Type annotations are skipped: every thinkprobe module uses ``from __future__ import annotations``, so they
+are never evaluated. A name used as a module (``texttiling.boundaries``) pulls in that whole module.
+
+A module whose functions or classes are used counts as a whole file (any edit reruns the stage). A module
+of which only constants are used (``params`` validating a section with ``metrics.METRIC_NAMES``) counts only
+as the source of those assignments, written ``"metrics:METRIC_NAMES"``: editing the metric functions does not
+rerun a stage that only needs their names, while changing the names does.
+
+Files that are not Python (the lexicons) are read at run time, not imported; a stage names them itself.
+"""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass, field
+from functools import lru_cache
+from pathlib import Path
+from typing import Iterable
+
+PACKAGE = "thinkprobe"
+PACKAGE_DIR = Path(__file__).resolve().parent
+
+
+def module_file(module: str) -> Path:
+    """The source file of a dotted module name relative to the package (``"stages.graph"``, ``"__init__"``)."""
+    path = PACKAGE_DIR.joinpath(*module.split("."))
+    if path.is_dir():
+        return path / "__init__.py"
+    return path.with_suffix(".py")
+
+
+def _is_module(module: str) -> bool:
+    path = PACKAGE_DIR.joinpath(*module.split("."))
+    return path.with_suffix(".py").is_file() or (path / "__init__.py").is_file()
+
+
+def _package_of(module: str) -> list[str]:
+    parts = module.split(".")
+    if parts[-1] == "__init__" or PACKAGE_DIR.joinpath(*parts).is_dir():
+        return [p for p in parts if p != "__init__"]
+    return parts[:-1]
+
+
+def _resolve(module: str, node: ast.ImportFrom) -> str | None:
+    """The package-relative module an ``from X import ...`` names, or None when it is outside thinkprobe."""
+    if node.level:
+        base = _package_of(module)
+        if node.level > 1:
+            base = base[: len(base) - (node.level - 1)]
+        parts = base + (node.module.split(".") if node.module else [])
+    else:
+        if not node.module or node.module.split(".")[0] != PACKAGE:
+            return None
+        parts = node.module.split(".")[1:]
+    return ".".join(parts) if parts else "__init__"
+
+
+Ref = tuple[str, str | None]  # (module, name); name None = the whole module
+
+
+@dataclass
+class _ModuleInfo:
+    defs: dict[str, set[str]] = field(default_factory=dict)  # top-level name -> names its definition uses
+    def_imports: dict[str, set[Ref]] = field(default_factory=dict)  # imports made inside a definition
+    bindings: dict[str, Ref] = field(default_factory=dict)  # top-level imported name -> where it comes from
+    always: set[str] = field(default_factory=set)  # names used by other top-level statements
+    always_imports: set[Ref] = field(default_factory=set)
+    code: set[str] = field(default_factory=set)  # names bound by a function or class definition
+    segments: dict[str, list[str]] = field(default_factory=dict)  # assigned name -> source of its statements
+    other: list[str] = field(default_factory=list)  # source of top-level statements that bind nothing
+
+
+class _Uses(ast.NodeVisitor):
+    """Names a piece of code loads, and the thinkprobe imports it makes; annotations skipped."""
+
+    def __init__(self, module: str):
+        self.module = module
+        self.names: set[str] = set()
+        self.imports: set[Ref] = set()
+
+    def visit_Name(self, node: ast.Name) -> None:
+        self.names.add(node.id)
+
+    def visit_arg(self, node: ast.arg) -> None:
+        pass
+
+    def _function(self, node) -> None:
+        for d in node.decorator_list:
+            self.visit(d)
+        for d in node.args.defaults + [d for d in node.args.kw_defaults if d is not None]:
+            self.visit(d)
+        for stmt in node.body:
+            self.visit(stmt)
+
+    visit_FunctionDef = visit_AsyncFunctionDef = _function
+
+    def visit_AnnAssign(self, node: ast.AnnAssign) -> None:
+        if node.value is not None:
+            self.visit(node.value)
+
+    def visit_ImportFrom(self, node: ast.ImportFrom) -> None:
+        self.imports |= set(_import_refs(self.module, node).values())
+
+    def visit_Import(self, node: ast.Import) -> None:
+        self.imports |= set(_import_refs(self.module, node).values())
+
+
+def _import_refs(module: str, node: ast.Import | ast.ImportFrom) -> dict[str, Ref]:
+    """Bound name -> (module, name) for the thinkprobe names an import statement binds."""
+    out: dict[str, Ref] = {}
+    if isinstance(node, ast.Import):
+        for alias in node.names:
+            parts = alias.name.split(".")
+            if parts[0] == PACKAGE and len(parts) > 1:
+                out[alias.asname or parts[0]] = (".".join(parts[1:]), None)
+        return out
+    target = _resolve(module, node)
+    if target is None:
+        return out
+    for alias in node.names:
+        sub = f"{target}.{alias.name}" if target != "__init__" else alias.name
+        if alias.name != "*" and _is_module(sub):
+            out[alias.asname or alias.name] = (sub, None)
+        else:
+            out[alias.asname or alias.name] = (target, None if alias.name == "*" else alias.name)
+    return out
+
+
+def _targets(stmt: ast.stmt) -> list[str]:
+    nodes = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
+    return [n.id for t in nodes for n in ast.walk(t) if isinstance(n, ast.Name)]
+
+
+@lru_cache(maxsize=None)
+def _info(module: str, mtime_ns: int) -> _ModuleInfo:
+    source = module_file(module).read_text(encoding="utf-8")
+    tree = ast.parse(source)
+    info = _ModuleInfo()
+    for stmt in tree.body:
+        uses = _Uses(module)
+        if isinstance(stmt, (ast.Import, ast.ImportFrom)):
+            refs = _import_refs(module, stmt)
+            if isinstance(stmt, ast.Import) or "*" in refs:  # names not traceable: depend on the module itself
+                info.always_imports |= set(refs.values())
+            else:
+                info.bindings.update(refs)
+            continue
+        uses.visit(stmt)
+        if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names = [stmt.name]
+            info.code.add(stmt.name)
+        elif isinstance(stmt, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
+            names = _targets(stmt)
+            for name in names:
+                info.segments.setdefault(name, []).append(ast.get_source_segment(source, stmt) or "")
+        else:
+            names = []
+        if not names:
+            info.always |= uses.names
+            info.always_imports |= uses.imports
+            if not isinstance(stmt, ast.Expr) or not isinstance(stmt.value, ast.Constant):  # docstrings aside
+                info.other.append(ast.get_source_segment(source, stmt) or "")
+        for name in names:
+            info.defs.setdefault(name, set()).update(uses.names)
+            info.def_imports.setdefault(name, set()).update(uses.imports)
+    return info
+
+
+def _module_info(module: str) -> _ModuleInfo:
+    return _info(module, module_file(module).stat().st_mtime_ns)
+
+
+def used_modules(entries: Iterable[Ref]) -> list[str]:
+    """The thinkprobe modules (dotted, package-relative) whose code the ``entries`` use, transitively.
+
+    ``entries`` are ``(module, name)`` pairs, e.g. ``[("stages.graph", "graph_shard")]``; a name of None
+    stands for the whole module. A module of which only constants are used is listed as
+    ``"module:NAME1,NAME2"`` (see the module docstring); :func:`thinkprobe.outputs.source_hash` hashes only
+    those assignments of it.
+
+    >>> "graph" in used_modules([("stages.metrics", "metrics_shard")])
+    True
+    >>> "metrics" in used_modules([("stages.segment", "segment_shard")])
+    False
+    """
+    seen: set[Ref] = set()
+    modules: set[str] = set()
+    whole: set[str] = set()
+    constants: dict[str, set[str]] = {}
+    todo = list(entries)
+    while todo:
+        ref = todo.pop()
+        if ref in seen:
+            continue
+        seen.add(ref)
+        module, name = ref
+        if not _is_module(module):
+            continue
+        info = _module_info(module)
+        if module not in modules:
+            modules.add(module)
+            todo += [(module, n) for n in info.always]
+            todo += list(info.always_imports)
+            pkg = _package_of(module)
+            if pkg:  # importing a subpackage's module runs its package __init__ first
+                todo.append((".".join(pkg + ["__init__"]), None))
+        names = list(info.defs) + list(info.bindings) if name is None else [name]
+        if name is None or name in info.code:
+            whole.add(module)
+        elif name in info.segments:
+            constants.setdefault(module, set()).add(name)
+        for n in names:
+            if n in info.defs:
+                todo += [(module, m) for m in info.defs[n]]
+                todo += list(info.def_imports.get(n, ()))
+            if n in info.bindings:
+                todo.append(info.bindings[n])
+            if module.endswith("__init__") and n not in info.defs and n not in info.bindings:
+                sub = ".".join(_package_of(module) + [n])
+                if _is_module(sub):
+                    todo.append((sub, None))
+    return sorted(m if m in whole or m not in constants else f"{m}:{','.join(sorted(constants[m]))}"
+                  for m in modules if m in whole or m in constants)
+
+
+def partial_source(entry: str) -> str:
+    """The source a ``"module:NAME1,NAME2"`` entry stands for: those assignments and the module's bare statements."""
+    module, names = entry.split(":", 1)
+    info = _module_info(module)
+    parts = [seg for n in sorted(names.split(",")) for seg in info.segments.get(n, [f"<{n} not found>"])]
+    return "\n".join(parts + info.other)
+
+
+def stage_modules(module: str, *names: str, data: Iterable[str] = ()) -> list[str]:
+    """``used_modules`` of ``names`` in ``module`` (dotted, e.g. ``"stages.graph"``), plus data files."""
+    return sorted(set(used_modules([(module, n) for n in names])) | set(data))

@@ -1,0 +1,60 @@
+"""The log of a workflow job: everything the job writes to stderr, and its traceback when it fails.
+
+Rule scripts run their whole body inside :func:`job_log`::
+
+    from thinkprobe.stages.joblog import job_log
+
+    with job_log(snakemake.log[0]) as log:
+        from thinkprobe.stages.graph import graph_shard
+        counts = graph_shard(...)
+        print(f"graph: {counts}", file=log)
+
+Both ``sys.stderr`` and the process's file descriptor 2 point at the log while the block runs, so Python
+warnings, ``logging`` output and what native libraries (onnxruntime, torch) print all land in it. When the
+block raises, the traceback is written to the log *before* the log is closed and stderr restored; the
+exception then propagates, so the job still fails and Snakemake names the log. (Swapping ``sys.stderr``
+inside ``with open(log)`` loses the traceback: Python prints it after the block, to a closed file.)
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import sys
+import traceback
+from pathlib import Path
+from typing import IO, Iterator
+
+
+@contextlib.contextmanager
+def job_log(path: str | os.PathLike, mode: str = "w") -> Iterator[IO[str]]:
+    """Send stderr (Python and native) to ``path`` for the block; a failure's traceback goes in the log."""
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
+    log = open(path, mode, encoding="utf-8", errors="backslashreplace", buffering=1)
+    old_stderr = sys.stderr
+    try:
+        sys.stderr.flush()
+    except (OSError, ValueError):
+        pass
+    try:
+        saved_fd = os.dup(2)
+    except OSError:
+        saved_fd = None
+    if saved_fd is not None:
+        os.dup2(log.fileno(), 2)
+    sys.stderr = log
+    try:
+        yield log
+    except BaseException as exc:
+        if not isinstance(exc, (SystemExit, GeneratorExit)) or (isinstance(exc, SystemExit) and exc.code):
+            log.write("".join(traceback.format_exception(type(exc), exc, exc.__traceback__)))
+        raise
+    finally:
+        try:
+            log.flush()
+        finally:
+            sys.stderr = old_stderr
+            if saved_fd is not None:
+                os.dup2(saved_fd, 2)
+                os.close(saved_fd)
+            log.close()
