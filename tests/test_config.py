@@ -8,7 +8,8 @@ import pytest
 import yaml
 
 from thinkprobe.config import ConfigError, load_schema, validate_config
-from thinkprobe.params import Params, ParamsError, load_params
+from thinkprobe.metrics import DIMENSION_MAPS
+from thinkprobe.params import Params, ParamsError, load_params, parameter_specs
 
 from .workflow_helpers import REPO
 
@@ -57,6 +58,59 @@ def test_config_yaml_and_schema_defaults_mirror_params_key_for_key():
         assert set(props) == set(values), section
         for key, value in values.items():
             assert props[key]["default"] == value, f"{section}.{key}"
+
+
+SCHEMA_TYPES = {"int": "integer", "float": "number", "bool": "boolean", "str": "string"}
+
+
+def test_schema_and_params_agree_on_every_key_default_type_and_bounds():
+    """One source of truth: every analysis key's default, type, minimum, maximum and choices, key by key."""
+    schema_analysis = SCHEMA["properties"]["analysis"]["properties"]
+    specs = parameter_specs()
+    assert set(schema_analysis) == set(specs)
+    for section, keys in specs.items():
+        props = schema_analysis[section]["properties"]
+        assert set(props) == set(keys), section
+        for key, spec in keys.items():
+            prop, where = props[key], f"{section}.{key}"
+            assert prop["default"] == spec["default"], where
+            if (section, key) == ("profile", "dimensions"):
+                assert prop["oneOf"][0]["enum"] == list(DIMENSION_MAPS), where
+                continue
+            if spec["choices"]:
+                assert prop["enum"] == list(spec["choices"]) and "type" not in prop, where
+            else:
+                assert prop["type"] == SCHEMA_TYPES[spec["type"]], where
+            assert prop.get("minimum") == spec["minimum"], where
+            assert prop.get("maximum") == spec["maximum"], where
+
+
+@pytest.mark.parametrize("override", ["cross_segment.revision_similarity=1.5", "texttiling.prominence=-0.1",
+                                      "metrics.redundancy_similarity=-2", "texttiling.window=0",
+                                      "trajectory.elab_percentile=101", "encoder.backend=gpu"])
+def test_values_the_schema_refuses_are_refused_by_the_cli_too(override):
+    section, rest = override.split(".", 1)
+    key, raw = rest.split("=")
+    cfg = yaml.safe_load((REPO / "config" / "config.yaml").read_text())
+    cfg["analysis"][section][key] = yaml.safe_load(raw)
+    with pytest.raises(ConfigError):
+        validate_config(cfg, SCHEMA)
+    with pytest.raises(ParamsError, match=f"{section}.{key}"):
+        load_params(None, [override])
+
+
+def test_profile_dimension_map_is_validated():
+    assert Params.from_dict({"profile": {"dimensions": "app_g"}}).profile.dimensions == "app_g"
+    custom = {"Breadth": ["BF", "DS"], "Economy": ["RR"]}
+    assert Params.from_dict({"profile": {"dimensions": custom}}).profile.dimensions == custom
+    for bad, message in [("paper", "not a dimension map"), ({"Breadth": ["XX"]}, "unknown metric 'XX'"),
+                         ({"A": ["BF"], "B": ["BF"]}, "is in both"), ({"A": []}, "non-empty list")]:
+        with pytest.raises(ParamsError, match=message):
+            Params.from_dict({"profile": {"dimensions": bad}})
+    cfg = yaml.safe_load((REPO / "config" / "config.yaml").read_text())
+    cfg["analysis"]["profile"]["dimensions"] = {"Breadth": ["BF", "BF"]}
+    with pytest.raises(ConfigError):
+        validate_config(cfg, SCHEMA)
 
 
 def test_empty_analysis_section_gets_paper_defaults():

@@ -24,7 +24,7 @@ def chain(sims):
 def test_layer3_percentile_thresholds_type_each_transition():
     sims = [0.9, 0.1, 0.5, 0.7, 0.3, 0.95, 0.6, 0.2]
     emb = chain(sims)
-    edges, segments, th = semantic_trajectory(["none"] * 9, emb, TrajectoryParams())
+    edges, segments, th, bounds = semantic_trajectory(["none"] * 9, emb, TrajectoryParams())
     assert th["tau_branch"] == pytest.approx(np.percentile(sims, 25))
     assert th["tau_elab"] == pytest.approx(np.percentile(sims, 65))
     kinds = [k for _, _, k in sorted(edges)]
@@ -33,15 +33,21 @@ def test_layer3_percentile_thresholds_type_each_transition():
     assert th["tau_elab"] == pytest.approx(0.655)
     assert kinds == ["ELAB", "BRCH", "SEQ", "ELAB", "SEQ", "ELAB", "SEQ", "BRCH"]
     assert segments == [0, 0, 1, 1, 1, 1, 1, 1, 2]
+    # the two BRCH transitions are branch boundaries (TUs 2 and 8); the rest stay none
+    assert bounds == ["none", "none", "branch", "none", "none", "none", "none", "none", "branch"]
 
 
-def test_layer3_overrides_beat_cosine():
-    emb = chain([0.99, 0.99, 0.99, 0.01])
-    edges, segments, _ = semantic_trajectory(["none", "branch", "convergence", "backtrack", "none"], emb,
-                                             TrajectoryParams())
-    assert set(edges) == {(0, 1, "BRCH"), (1, 2, "SEQ"), (2, 1, "SYNT"), (2, 3, "SEQ"), (3, 2, "BACK"),
-                          (3, 4, "BRCH")}
+def test_layer3_has_only_seq_elab_brch_and_the_branch_override():
+    """Algorithm 1: layer 3 builds E0 from SEQ, ELAB and BRCH; SYNT/BACK/CRIT come only from layer 4."""
+    emb = chain([0.9, 0.95, 0.99, 0.01])
+    edges, segments, th, bounds = semantic_trajectory(["none", "branch", "convergence", "backtrack", "none"],
+                                                      emb, TrajectoryParams())
+    # sorted sims .01 .9 .95 .99: P25 = .01 + .75 * .89 = .6775, P65 = .9 + .95 * .05 = .9475;
+    # the branch class forces BRCH at 1 (s = .9 would be SEQ); convergence and backtrack add no edge
+    assert th["tau_branch"] == pytest.approx(0.6775) and th["tau_elab"] == pytest.approx(0.9475)
+    assert edges == [(0, 1, "BRCH"), (1, 2, "ELAB"), (2, 3, "ELAB"), (3, 4, "BRCH")]
     assert segments == [0, 1, 1, 1, 2]
+    assert bounds == ["none", "branch", "convergence", "backtrack", "branch"]
 
 
 def test_layer4_synthesis_needs_two_prior_segments_above_threshold():
@@ -50,10 +56,32 @@ def test_layer4_synthesis_needs_two_prior_segments_above_threshold():
     emb = np.stack([a, a, b, b, c, bridge])
     segments = [0, 0, 1, 1, 2, 2]
     edges, bounds = cross_segment_arcs(["none"] * 6, emb, segments, CrossSegmentParams())
+    # v5: centroids of segments 0 and 1 at 0.707 > 0.50, and its own segment without it (= c) at 0 < 0.707
     assert {e for e in edges if e[2] == "SYNT"} == {(5, 0, "SYNT"), (5, 2, "SYNT")}
     assert bounds[5] == "convergence" and bounds[4] == "none"
     edges, _ = cross_segment_arcs(["none"] * 6, emb, segments, CrossSegmentParams(synthesis_similarity=0.8))
     assert not [e for e in edges if e[2] == "SYNT"]
+
+
+def test_layer4_synthesis_must_draw_more_on_prior_threads_than_on_its_own():
+    """Our reading: a TU closer to its own thread than to the prior segments is no synthesis."""
+    a, b = unit(1, 0, 0), unit(0, 1, 0)
+    bridge = unit(1, 1, 0)
+    own = unit(1, 1, 0.3)  # cos 0.97 with bridge: more than bridge's 0.707 with segments 0 and 1
+    emb = np.stack([a, a, b, b, own, bridge])
+    edges, bounds = cross_segment_arcs(["none"] * 6, emb, [0, 0, 1, 1, 2, 2], CrossSegmentParams())
+    assert not [e for e in edges if e[2] == "SYNT" and e[0] == 5] and bounds[5] == "none"
+
+
+def test_layer4_synthesis_targets_are_capped():
+    dims = 12
+    emb = [unit(*np.eye(dims)[k] + 0.0) for k in range(10)]
+    bridge = unit(*np.r_[np.ones(10), 0, 0])  # cos 0.316 with each of 10 segments
+    emb = np.stack(emb + [bridge])
+    segments = list(range(11))
+    p = CrossSegmentParams(synthesis_similarity=0.3, synthesis_max_targets=3)
+    edges, _ = cross_segment_arcs(["none"] * 11, emb, segments, p)
+    assert len([e for e in edges if e[2] == "SYNT"]) == 3
 
 
 def test_layer4_revision_arc_conditions():
@@ -70,10 +98,15 @@ def test_layer4_revision_arc_conditions():
     assert not [e for e in edges2 if e[2] == "BACK"]
 
 
-def test_crit_from_backtrack_to_most_similar_non_adjacent_tu():
-    emb = np.stack([unit(1, 0), unit(0, 1), unit(0, 1), unit(1, 0.1)])
-    edges, _ = cross_segment_arcs(["none", "none", "none", "backtrack"], emb, [0, 0, 0, 0], CrossSegmentParams())
-    assert edges == [(3, 0, "CRIT")]
+def test_backward_arc_is_crit_from_a_backtrack_tu_and_back_otherwise():
+    """Algorithm 1: a backtrack-class TU with a backward arc emits CRIT; any other class emits BACK."""
+    x, y = unit(1, 0), unit(0, 1)
+    near_x = unit(1, 0.2)
+    emb = np.stack([y, x, y, y, y, y, near_x])
+    segments = [0, 0, 1, 1, 1, 1, 2]
+    for cls, kind in [("backtrack", "CRIT"), ("meta", "BACK"), ("none", "BACK")]:
+        edges, _ = cross_segment_arcs(["none"] * 6 + [cls], emb, segments, CrossSegmentParams())
+        assert [e for e in edges if e[0] == 6 and e[2] in ("BACK", "CRIT")] == [(6, 1, kind)], cls
 
 
 def test_classification_priority_rules():
@@ -87,6 +120,10 @@ def test_classification_priority_rules():
     # 0 default HYP; 1 BRCH-in, cos(v1,v0)=0.707 in (0.25,0.72) -> RFR; 2 BRCH-in, cos 0 -> HYP; 3 MET;
     # 4 CMP; 5 JUS; 6 SYN (class); 7 two SYNT targets -> SYN; 8 BACK out beats meta and BRCH-in -> CRT
     assert types == ["HYP", "RFR", "HYP", "MET", "CMP", "JUS", "SYN", "SYN", "CRT"]
+    # rule 2 also takes the backtrack class and an outgoing CRIT; v0 is HYP whatever its class
+    types = classify_nodes(["meta", "backtrack", "none"], [(0, 1, "SEQ"), (1, 2, "SEQ"), (2, 0, "CRIT")],
+                           emb[:3], p)
+    assert types == ["HYP", "CRT", "CRT"]
 
 
 def _graph(edges, types, n):

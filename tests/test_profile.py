@@ -51,3 +51,31 @@ def test_length_excluded_variant_only_changes_efficiency():
     assert "z_AT" not in lean.columns
     with pytest.raises(ValueError, match="unknown metric"):
         trace_profiles(df, exclude=("XX",))
+
+
+def test_app_g_dimension_map_makes_efficiency_tpi_and_rr():
+    """App G's reading: Efficiency = mean(z_TPI, z_RR), AT and ATU z-scored but in no dimension."""
+    df = table()
+    prof, _ = trace_profiles(df, dimensions="app_g")
+    np.testing.assert_allclose(prof["Efficiency"], (prof["z_TPI"] + prof["z_RR"]) / 2)
+    assert "z_AT" in prof.columns and "z_ATU" in prof.columns
+    default, _ = trace_profiles(df)
+    np.testing.assert_allclose(default["Efficiency"],
+                               (default["z_TPI"] + default["z_RR"] + default["z_AT"] + default["z_ATU"]) / 4)
+    for dim in ("Breadth", "Depth", "Structure", "Metacognition"):
+        np.testing.assert_allclose(prof[dim], default[dim])
+    # length-excluded under app_g: removing TPI leaves Efficiency = z_RR alone (App G: "RR alone = 0.332")
+    lean, _ = trace_profiles(df, exclude=("AT", "ATU", "TPI"), dimensions="app_g")
+    np.testing.assert_allclose(lean["Efficiency"], lean["z_RR"])
+
+
+def test_custom_dimension_map_and_model_means():
+    df = table()
+    prof, _ = trace_profiles(df, dimensions={"Explore": ["BF", "UPC"], "Economy": ["RR"]})
+    assert [c for c in prof.columns if not c.startswith("z_") and c not in ("trace_id", "model")] == [
+        "Explore", "Economy"]
+    np.testing.assert_allclose(prof["Explore"], (prof["z_BF"] + prof["z_UPC"]) / 2)
+    models = model_profiles(prof)
+    assert list(models.columns) == ["model", "n_traces", "Explore", "Economy"]
+    with pytest.raises(ValueError, match="unknown dimension map"):
+        trace_profiles(df, dimensions="paper")

@@ -1,4 +1,4 @@
-"""Layer 2: block similarities, minima with prominence (checked against scipy) and the adaptive threshold."""
+"""Layer 2: block similarities, minima with prominence (checked against scipy), the adaptive threshold, length cuts."""
 
 from __future__ import annotations
 
@@ -42,7 +42,9 @@ def _topics(sizes, dim=8, seed=0, noise=0.05):
 
 def test_boundaries_fall_between_topics():
     emb = _topics([6, 6, 6])
-    tau = texttiling.trace_threshold([emb], 30)
+    # 17 gaps: ~0 at k=6 and 12, ~1/sqrt(5) at k=5, 7, 11, 13, higher elsewhere; P30 (rank 4.8) ~ 0.45
+    tau = texttiling.trace_threshold(texttiling.gap_similarities(emb, 3), 30)
+    assert 0.3 < tau < 0.6
     assert texttiling.boundaries(emb, window=3, min_prominence=0.15, tau=tau) == [6, 12]
 
 
@@ -51,13 +53,25 @@ def test_threshold_and_prominence_gate_boundaries():
     assert texttiling.boundaries(emb, 3, 0.15, tau=-1.0) == []  # nothing falls below tau
     assert texttiling.boundaries(emb, 3, 5.0, tau=1.0) == []  # nothing is that prominent
     one_topic = _topics([12], noise=0.01)
-    tau = texttiling.trace_threshold([one_topic], 30)
+    tau = texttiling.trace_threshold(texttiling.gap_similarities(one_topic, 3), 30)
     assert texttiling.boundaries(one_topic, 3, 0.15, tau) == []
 
 
-def test_trace_threshold_is_the_percentile_of_consecutive_cosines():
-    a = _topics([4], seed=1)
-    b = _topics([5], seed=2)
-    sims = np.concatenate([texttiling.consecutive_similarities(a), texttiling.consecutive_similarities(b)])
-    assert texttiling.trace_threshold([a, b], 30) == pytest.approx(np.percentile(sims, 30))
-    assert texttiling.trace_threshold([], 30) == float("-inf")
+def test_trace_threshold_is_the_percentile_of_the_block_similarities():
+    """tau compares like with like: the P30 of the same block similarities the valleys are read from."""
+    emb = _topics([4, 5], seed=1)
+    c = texttiling.gap_similarities(emb, 3)
+    assert texttiling.trace_threshold(c, 30) == pytest.approx(np.percentile(c, 30))
+    assert texttiling.trace_threshold(np.zeros(0), 30) == float("-inf")
+    # block means are smoother than single sentences: their P30 is above that of consecutive cosines
+    noisy = _topics([12], noise=0.6, seed=3)
+    single = np.einsum("ij,ij->i", noisy[:-1], noisy[1:])
+    assert texttiling.trace_threshold(texttiling.gap_similarities(noisy, 3), 30) > np.percentile(single, 30)
+
+
+@pytest.mark.parametrize("n, max_len, cuts", [(10, 4, [3, 6]), (4, 4, []), (48, 24, [24]), (49, 24, [16, 32]),
+                                              (1, 1, [])])
+def test_even_cuts(n, max_len, cuts):
+    assert texttiling.even_cuts(n, max_len) == cuts
+    parts = np.diff([0, *cuts, n])
+    assert parts.max() <= max_len and parts.max() - parts.min() <= 1

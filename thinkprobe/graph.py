@@ -4,24 +4,45 @@ A Thought Graph (paper §3.2) has one node per Thought Unit, in reading order, 8
 and 6 edge types. Edge directions, fixed here because the paper's rules need them consistent:
 
 * Every consecutive pair gets one forward edge ``v_{j-1} -> v_j`` (the sequential backbone), typed by
-  layer 3 as BRCH, ELAB or SEQ. A branch-class TU forces BRCH on its incoming edge.
-* BACK and SYNT point backwards, from the later TU to the earlier one it revises or integrates, so that
-  node rules 1-2 ("outgoing SYNT/BACK") label the revising or integrating TU, and cycles arise through the
-  forward backbone exactly as the paper's Appendix F describes.
-* Layer 3's cue overrides: a convergence-class TU ``v_j`` emits SYNT ``v_j -> v_{j-1}``; a
-  backtrack-class TU emits BACK ``v_j -> v_{j-1}``. Their forward edge is SEQ (the override replaces the
-  cosine decision for that transition).
-* CRIT (direct critique, our definition; the paper names the type but gives no rule): a backtrack-class
-  TU ``v_j`` emits CRIT ``v_j -> v_i`` to the earlier, non-adjacent TU (``i <= j-2``) it is most similar to,
-  when that cosine exceeds ``critique_similarity`` (0.50). That is the claim it answers; the adjacent one is
-  already covered by the BACK override. Added with layer 4, as in the paper's Algorithm 1.
+  layer 3 as BRCH, ELAB or SEQ.
+* SYNT, BACK and CRIT point backwards, from the later TU to the earlier one it integrates, revises or
+  critiques, so that node rules 1-2 ("outgoing SYNT/BACK") label the integrating or revising TU, and
+  cycles arise through the forward backbone exactly as the paper's Appendix F describes.
 
-Layer 3 (paper §3.4): ``s_j = cos(e_{j-1}, e_j)``; ``tau_branch = P25(s)``, ``tau_elab = P65(s)``;
-``s_j < tau_branch`` -> BRCH, ``s_j >= tau_elab`` -> ELAB, else SEQ. Each TU with an incoming BRCH starts a
-new thematic segment.
+Layer 3 (§3.4, Algorithm 1 lines 16-22): ``s_j = cos(e_{j-1}, e_j)``; ``tau_branch = P25(s)``,
+``tau_elab = P65(s)``; a branch-class TU or ``s_j < tau_branch`` -> BRCH, ``s_j >= tau_elab`` -> ELAB,
+else SEQ. Each BRCH starts a new thematic segment, and a ``none`` TU entered by BRCH becomes a ``branch``
+boundary (the paper's "brch boundary"; App. H.4 counts about a third of all boundaries as branch).
 
-Layer 4 (paper §3.4): synthesis arcs and revision arcs (see :func:`cross_segment_arcs`). A segment's
-representative TU is the one closest to its centroid (our reading; the paper does not say).
+Layer 4 (§3.4, Algorithm 1 lines 23-31): synthesis arcs and backward arcs, see
+:func:`cross_segment_arcs`. A segment's representative TU is the one closest to its centroid (ours; the
+paper does not say).
+
+Readings where the paper's sections disagree, chosen to reproduce its reported results (Table 6, App. H.4),
+measured on R1-distill and R1/QwQ traces of the shared corpus (README, "Paper versus ours"):
+
+1. **Layer 3 emits only SEQ, ELAB and BRCH** (Algorithm 1), not §3.4's cue overrides (convergence ->
+   SYNT, backtrack -> BACK to the previous TU). Table 6 has RvD, BR and CBC at 0 after layer 3 and RvD
+   "requires backward-pointing arcs spanning non-adjacent segments"; the overrides made gap-1 BACK edges
+   (RvD 0.33 at layer 3) and SYNT edges before layer 4.
+2. **Backward arcs are typed by Algorithm 1's CRIT rule**: the §3.4 revision search finds the arc; it is
+   CRIT when the revising TU's layer-1 class is backtrack, BACK otherwise (§3.4 emits BACK for every TU;
+   Algorithm 1 names meta -> BACK and backtrack -> CRIT). Restricting BACK to meta-class TUs, as a literal
+   Algorithm 1 would, leaves RvD at 0.6 after layer 4 against the paper's 3.87; this reading gives 3.6.
+   (The former rule, CRIT to the most similar non-adjacent TU above cosine 0.50, is gone.)
+3. **A synthesis TU draws more on the prior threads than on its own.** §3.4's rule alone (cosine > 0.50
+   with the centroids of two prior segments) fires for 40% of all TUs on one-topic traces, against the
+   14% convergence share of App. H.4; Algorithm 1's (only convergence-class TUs) for 4.5%. We keep §3.4's
+   rule and add that each bridged centroid must be closer to the TU than the centroid of the rest of its
+   own segment: 15% of TUs become convergence, and CBC in full is 0.20 (paper 0.22).
+4. **Node rule 2 takes the backtrack class** (Algorithm 1's boundary-to-node map; Table 6 has CHR non-zero
+   with structural boundaries only, where no edge exists), and **v0 is always HYP** (it has no boundary
+   before it, and rules 1-2 cannot fire for it), so that every graph, one TU included, has its exploration
+   node.
+
+Cost: layer 4 holds one ``n x n`` similarity matrix and emits at most ``synthesis_max_targets`` SYNT arcs
+and one backward arc per TU, so a graph has at most ``(2 + synthesis_max_targets) n`` edges; ``n`` is
+bounded by ``segmentation.max_units``.
 """
 
 from __future__ import annotations
@@ -130,11 +151,13 @@ class ThoughtGraph:
 
 
 def semantic_trajectory(boundaries: list[str], emb: np.ndarray, params: TrajectoryParams):
-    """Layer 3: forward edges with BRCH/ELAB/SEQ, cue overrides, segments and the two thresholds.
+    """Layer 3: forward edges typed BRCH/ELAB/SEQ, the branch override, segments and the two thresholds.
 
-    Returns ``(edges, segments, thresholds)``.
+    Returns ``(edges, segments, thresholds, boundaries)``; in the returned boundary classes a ``none`` TU
+    whose incoming transition is BRCH is a ``branch`` boundary (the paper's "brch boundary").
     """
     n = len(boundaries)
+    boundaries = list(boundaries)
     sims = np.einsum("ij,ij->i", emb[:-1], emb[1:]) if n > 1 else np.zeros(0)
     if sims.size:
         tau_branch = float(np.percentile(sims, params.branch_percentile))
@@ -146,17 +169,10 @@ def semantic_trajectory(boundaries: list[str], emb: np.ndarray, params: Trajecto
     seg = 0
     for j in range(1, n):
         s = sims[j - 1]
-        b = boundaries[j]
-        if b == "branch":
+        if boundaries[j] == "branch" or s < tau_branch:  # type: ignore[operator]  (n > 1: thresholds set)
             kind = "BRCH"
-        elif b == "convergence":
-            kind = "SEQ"
-            edges.append((j, j - 1, "SYNT"))
-        elif b == "backtrack":
-            kind = "SEQ"
-            edges.append((j, j - 1, "BACK"))
-        elif s < tau_branch:  # type: ignore[operator]  (n > 1 here, so both thresholds are set)
-            kind = "BRCH"
+            if boundaries[j] == "none":
+                boundaries[j] = "branch"
         elif s >= tau_elab:  # type: ignore[operator]
             kind = "ELAB"
         else:
@@ -165,23 +181,31 @@ def semantic_trajectory(boundaries: list[str], emb: np.ndarray, params: Trajecto
         if kind == "BRCH":
             seg += 1
         segments[j] = seg
-    return edges, segments, {"tau_branch": tau_branch, "tau_elab": tau_elab}
+    return edges, segments, {"tau_branch": tau_branch, "tau_elab": tau_elab}, boundaries
 
 
 def cross_segment_arcs(boundaries: list[str], emb: np.ndarray, segments: list[int], params: CrossSegmentParams,
                        sim: np.ndarray | None = None):
-    """Layer 4: synthesis arcs, revision arcs and CRIT; returns ``(edges, boundaries)``.
+    """Layer 4: synthesis arcs and backward (revision/critique) arcs; returns ``(edges, boundaries)``.
 
-    Synthesis: for each ``v_j``, the prior segments (index below ``v_j``'s own) whose centroid has cosine
-    ``> synthesis_similarity`` with ``e_j``; with at least ``synthesis_min_segments`` of them, ``v_j`` emits
-    SYNT to each one's representative TU and becomes convergence-class.
+    Synthesis (§3.4, with our tie to the TU's own thread): ``v_j`` bridges a prior segment ``s`` (index
+    below ``v_j``'s own) when ``cos(e_j, centroid_s) > synthesis_similarity`` and that cosine exceeds
+    ``v_j``'s cosine with the centroid of its own segment without ``v_j`` (no such condition when ``v_j``
+    is alone in its segment). With at least ``synthesis_min_segments`` bridged segments, ``v_j`` emits
+    SYNT to the representative TU of each (at most ``synthesis_max_targets``, most similar centroid first)
+    and its boundary class is promoted to convergence.
 
-    Revision: for ``j > revision_min_index``, among ``v_i`` in another segment with ``j - i >=
-    revision_min_gap`` and some TU in ``(i, i + revision_divergence_window)`` with cosine
+    Backward arcs (§3.4 "revision arcs"): for ``j > revision_min_index``, among ``v_i`` in another segment
+    with ``j - i >= revision_min_gap`` and some TU in ``(i, i + revision_divergence_window)`` with cosine
     ``< revision_divergence_similarity`` to ``v_i``, take the most similar; if its cosine ``>
-    revision_similarity``, emit BACK ``v_j -> v_i``.
+    revision_similarity``, ``v_j`` has a backward arc to ``v_i``, typed by Algorithm 1 (App. D, lines
+    24-28): CRIT when ``v_j``'s layer-1 class is backtrack, BACK otherwise.
+
+    Cost: one ``n x n`` similarity matrix and ``O(n * segments)`` centroid cosines; at most
+    ``synthesis_max_targets + 1`` arcs per TU.
     """
     n = len(boundaries)
+    cue_class = list(boundaries)
     boundaries = list(boundaries)
     edges: list[tuple[int, int, str]] = []
     if n == 0:
@@ -189,25 +213,31 @@ def cross_segment_arcs(boundaries: list[str], emb: np.ndarray, segments: list[in
     sim = emb @ emb.T if sim is None else sim
     seg_arr = np.asarray(segments)
     n_seg = int(seg_arr.max()) + 1
-    reps, cents = [], []
+    sums = np.zeros((n_seg, emb.shape[1]), dtype=np.float64)
+    np.add.at(sums, seg_arr, emb)
+    sizes = np.bincount(seg_arr, minlength=n_seg)
+    cents = sums / np.maximum(np.linalg.norm(sums, axis=1, keepdims=True), 1e-12)
+    reps = [0] * n_seg
     for s in range(n_seg):
         members = np.flatnonzero(seg_arr == s)
-        centroid = emb[members].mean(axis=0)
-        norm = np.linalg.norm(centroid)
-        centroid = centroid / norm if norm > 0 else centroid
-        cents.append(centroid)
-        reps.append(int(members[np.argmax(emb[members] @ centroid)]))
-    cents = np.asarray(cents)
+        reps[s] = int(members[np.argmax(emb[members] @ cents[s])])
     cent_sim = emb @ cents.T  # [n, n_seg]
+    rest = sums[seg_arr] - emb  # own segment without v_j
+    rest_norm = np.linalg.norm(rest, axis=1)
+    own_sim = np.where((sizes[seg_arr] > 1) & (rest_norm > 1e-12),
+                       np.einsum("ij,ij->i", emb, rest) / np.maximum(rest_norm, 1e-12), -np.inf)
 
     for j in range(n):
         prior = np.arange(segments[j])
-        if prior.size >= params.synthesis_min_segments:
-            bridged = prior[cent_sim[j, prior] > params.synthesis_similarity]
-            if len(bridged) >= params.synthesis_min_segments:
-                for t in dict.fromkeys(reps[s] for s in bridged):
-                    edges.append((j, t, "SYNT"))
-                boundaries[j] = "convergence"
+        if prior.size < params.synthesis_min_segments:
+            continue
+        c = cent_sim[j, prior]
+        bridged = prior[(c > params.synthesis_similarity) & (c > own_sim[j])]
+        if len(bridged) >= params.synthesis_min_segments:
+            bridged = bridged[np.argsort(-cent_sim[j, bridged], kind="stable")][:params.synthesis_max_targets]
+            for t in dict.fromkeys(reps[s] for s in bridged):
+                edges.append((j, t, "SYNT"))
+            boundaries[j] = "convergence"
 
     divergent = np.zeros(n, dtype=bool)  # some TU in (i, i+window) has sim < threshold to v_i
     for i in range(n):
@@ -223,13 +253,7 @@ def cross_segment_arcs(boundaries: list[str], emb: np.ndarray, segments: list[in
         if cand.size:
             i = int(cand[np.argmax(sim[j, cand])])
             if sim[j, i] > params.revision_similarity:
-                edges.append((j, i, "BACK"))
-
-    for j in range(2, n):
-        if boundaries[j] == "backtrack":
-            i = int(np.argmax(sim[j, :j - 1]))
-            if sim[j, i] > params.critique_similarity:
-                edges.append((j, i, "CRIT"))
+                edges.append((j, i, "CRIT" if cue_class[j] == "backtrack" else "BACK"))
     return edges, boundaries
 
 
@@ -237,9 +261,16 @@ def classify_nodes(boundaries: list[str], edges: list[tuple[int, int, str]], emb
                    params: ClassificationParams) -> list[str]:
     """Node types by the paper's 9-rule priority hierarchy (§3.4, "Node classification").
 
-    1. outgoing SYNT to >= 2 targets -> SYN; 2. any outgoing BACK -> CRT; 3. meta -> MET;
-    4. incoming BRCH and 0.25 < cos(v, v0) < 0.72 -> RFR; 5. incoming BRCH otherwise -> HYP;
-    6. contrast -> CMP; 7. support -> JUS; 8. convergence -> SYN; 9. v0 -> HYP, all others -> SPC.
+    1. outgoing SYNT to >= 2 targets -> SYN; 2. any outgoing BACK or CRIT, or boundary class backtrack ->
+    CRT; 3. meta -> MET; 4. incoming BRCH and 0.25 < cos(v, v0) < 0.72 -> RFR; 5. incoming BRCH
+    otherwise -> HYP; 6. contrast -> CMP; 7. support -> JUS; 8. convergence -> SYN; 9. v0 -> HYP, all
+    others -> SPC.
+
+    Two readings (module docstring): rule 2 also takes the backtrack class (Algorithm 1's boundary-to-node
+    map; Table 6 has CHR non-zero with structural boundaries only, where no edge exists), and ``v0`` is
+    always HYP: it has no boundary before it, so no boundary class applies to it, and rules 1-2 cannot
+    fire (its arcs would have to point before the trace). This makes every graph, even of one TU, satisfy
+    invariant (v).
     """
     n = len(boundaries)
     synt_targets: list[set[int]] = [set() for _ in range(n)]
@@ -248,7 +279,7 @@ def classify_nodes(boundaries: list[str], edges: list[tuple[int, int, str]], emb
     for u, v, t in edges:
         if t == "SYNT":
             synt_targets[u].add(v)
-        elif t == "BACK":
+        elif t in ("BACK", "CRIT"):
             back_out[u] = True
         elif t == "BRCH":
             brch_in[v] = True
@@ -256,9 +287,11 @@ def classify_nodes(boundaries: list[str], edges: list[tuple[int, int, str]], emb
     types = []
     for i in range(n):
         b = boundaries[i]
-        if len(synt_targets[i]) >= 2:
+        if i == 0:
+            t = "HYP"
+        elif len(synt_targets[i]) >= 2:
             t = "SYN"
-        elif back_out[i]:
+        elif back_out[i] or b == "backtrack":
             t = "CRT"
         elif b == "meta":
             t = "MET"
@@ -272,8 +305,6 @@ def classify_nodes(boundaries: list[str], edges: list[tuple[int, int, str]], emb
             t = "JUS"
         elif b == "convergence":
             t = "SYN"
-        elif i == 0:
-            t = "HYP"
         else:
             t = "SPC"
         types.append(t)
@@ -351,7 +382,7 @@ def build_graph(texts: list[str], offsets: list[tuple[int, int]], boundaries: li
         edges = [(j - 1, j, "SEQ") for j in range(1, n)]
         segments = [0] * n
     else:
-        edges, segments, thresholds = semantic_trajectory(final_boundaries, emb, trajectory)
+        edges, segments, thresholds, final_boundaries = semantic_trajectory(final_boundaries, emb, trajectory)
         attrs.update(thresholds)
         if layers == "l4":
             extra, final_boundaries = cross_segment_arcs(final_boundaries, emb, segments, cross)

@@ -6,6 +6,13 @@ not survive; each docstring states the formula we use and, where the text leaves
 made. Ratios whose denominator is zero are 0 (a trace without the thing measured scores none of it), with
 two exceptions stated in their docstrings (EER, CHR, TPI divide by ``max(count, 1)``).
 
+Every trace with a non-empty reasoning gives a valid graph, however short, and every metric has a defined,
+finite value for it. For a **one-TU** graph (``v0``, always HYP, no edges): BF = UPC = FID = MEC = MBD =
+BR = CBC = CI = GD = RvD = CHR = PT = RR = 0, DS = 1, EER = 1, ATU = 1, AT = TPI = its tokens, HD = 1 if it
+hedges else 0. A **two-TU** graph has one forward edge (layer 3's percentiles of a single cosine make it
+ELAB unless the second TU is branch-class: BRCH) and no layer-4 arc (synthesis needs two prior segments,
+backward arcs ``j > 4``), so MEC = 1 or BF = 1/2, GD = 1/2, MBD = 1, and the ratios follow their formulas.
+
 Every example below runs as a doctest on :func:`example_graph`, a five-TU graph built by hand.
 """
 
@@ -30,6 +37,16 @@ DIMENSIONS: dict[str, tuple[str, ...]] = {
 }
 METRIC_NAMES = tuple(m for ms in DIMENSIONS.values() for m in ms)
 LENGTH_METRICS = ("AT", "ATU", "TPI")  # the length-confounded metrics of Appendix G
+
+# The 5D-CP dimension maps (``analysis.profile.dimensions``). ``table2``: paper Table 2, all 19 metrics
+# active (the default). ``app_g``: the only map under which Appendix G's arithmetic holds (Efficiency
+# epsilon^2 0.385 -> 0.332 "driven entirely by the removal of TPI", and RR alone = 0.332): Efficiency is
+# the mean of z_TPI and z_RR, and AT and ATU are verbosity baselines, z-scored and reported but in no
+# dimension.
+DIMENSION_MAPS: dict[str, dict[str, tuple[str, ...]]] = {
+    "table2": DIMENSIONS,
+    "app_g": {**DIMENSIONS, "Efficiency": ("TPI", "RR")},
+}
 
 
 def example_graph() -> ThoughtGraph:
@@ -83,8 +100,11 @@ def unique_perspectives(g: ThoughtGraph) -> float:
 def average_linkage_clusters(emb: np.ndarray, min_similarity: float) -> int:
     """Number of clusters when average-linkage agglomeration of unit vectors stops below ``min_similarity``.
 
-    Two clusters merge while their mean pairwise cosine is ``>= min_similarity`` (the same partition as
-    ``scipy.cluster.hierarchy`` average linkage on cosine distance cut at ``1 - min_similarity``).
+    Two clusters merge while their mean pairwise cosine *similarity* is ``>= min_similarity``: the same
+    partition as ``scipy.cluster.hierarchy.fcluster(linkage(emb, "average", "cosine"), t=1 -
+    min_similarity, criterion="distance")``. Each cluster keeps its most similar partner, so a merge costs
+    ``O(n)`` plus a row scan per cluster whose partner was merged: about ``O(n^2)`` in all, ``n^2`` floats of
+    memory.
     """
     n = len(emb)
     if n <= 1:
@@ -93,29 +113,47 @@ def average_linkage_clusters(emb: np.ndarray, min_similarity: float) -> int:
     np.fill_diagonal(sim, -np.inf)
     size = np.ones(n)
     alive = np.ones(n, dtype=bool)
+    best = sim.argmax(axis=1)
+    best_val = sim[np.arange(n), best]
     clusters = n
     while clusters > 1:
-        masked = np.where(alive[:, None] & alive[None, :], sim, -np.inf)
-        a, b = np.unravel_index(np.argmax(masked), masked.shape)
-        if masked[a, b] < min_similarity:
+        a = int(np.argmax(best_val))
+        if best_val[a] < min_similarity:
             break
+        b = int(best[a])
         merged = (size[a] * sim[a] + size[b] * sim[b]) / (size[a] + size[b])
+        merged[[a, b]] = -np.inf
         sim[a, :] = merged
         sim[:, a] = merged
-        sim[a, a] = -np.inf
-        size[a] += size[b]
-        alive[b] = False
         sim[b, :] = -np.inf
         sim[:, b] = -np.inf
+        size[a] += size[b]
+        alive[b] = False
+        best_val[b] = -np.inf
         clusters -= 1
+        stale = alive & ((best == a) | (best == b))
+        stale[a] = True
+        better = alive & ~stale & (merged > best_val)
+        best[better] = a
+        best_val[better] = merged[better]
+        for i in np.flatnonzero(stale):
+            best[i] = int(np.argmax(sim[i]))
+            best_val[i] = sim[i, best[i]]
     return clusters
 
 
 def domain_spread(g: ThoughtGraph, similarity: float = MetricParams.domain_spread_similarity) -> float:
-    """DS = number of average-linkage clusters of the HYP embeddings at cosine similarity 0.45.
+    """DS = number of average-linkage clusters of the HYP embeddings, merged down to cosine similarity 0.45.
 
-    The paper names the threshold ("cosine threshold 0.45") but not the linkage; average linkage is the
-    standard choice for cosine geometry and is monotone, so the threshold cut is well defined.
+    The paper's "cosine threshold 0.45" is read as a cosine **similarity**, like every other cosine
+    threshold of the paper (0.50, 0.45, 0.65, 0.75, 0.25/0.72 are all similarities, and the same 0.45 is
+    "cosine similarity below 0.45" in the revision rule): two groups of hypotheses are one domain while
+    their mean pairwise cosine is at least 0.45, i.e. their cosine *distance* is at most 0.55. The other
+    reading, scikit-learn's ``distance_threshold=0.45`` (merge only above similarity 0.55), gives more
+    clusters; set ``metrics.domain_spread_similarity: 0.55`` to get it. The paper does not name the
+    linkage; average linkage is the standard choice for cosine geometry and is monotone, so the threshold
+    cut is well defined. 0 without HYP nodes (never the case for a valid graph, whose v0 is HYP); 1 for a
+    1-TU graph.
 
     >>> domain_spread(example_graph())
     1.0
@@ -342,17 +380,27 @@ def tokens_per_idea(g: ThoughtGraph) -> float:
     return avg_tokens(g) / max(unique_perspectives(g), 1.0)
 
 
-def redundancy_ratio(g: ThoughtGraph, similarity: float = MetricParams.redundancy_similarity) -> float:
+def redundancy_ratio(g: ThoughtGraph, similarity: float = MetricParams.redundancy_similarity,
+                     block: int = 1024) -> float:
     """RR = fraction of unordered TU pairs with cosine > 0.75 (0 with fewer than two TUs).
+
+    Counted exactly over all ``n (n - 1) / 2`` pairs, ``block`` rows of the similarity matrix at a time, so
+    memory stays ``O(block * n)`` whatever the number of TUs.
 
     >>> redundancy_ratio(example_graph())
     0.1
     """
-    if g.n < 2:
+    n = g.n
+    if n < 2:
         return 0.0
-    sim = g.embeddings @ g.embeddings.T
-    upper = sim[np.triu_indices(g.n, k=1)]
-    return float(np.count_nonzero(upper > similarity) / upper.size)
+    emb = np.asarray(g.embeddings)
+    cols = np.arange(n)
+    count = 0
+    for start in range(0, n, block):
+        rows = np.arange(start, min(n, start + block))
+        sim = emb[rows] @ emb.T
+        count += int(np.count_nonzero((sim > similarity) & (cols[None, :] > rows[:, None])))
+    return count / (n * (n - 1) / 2)
 
 
 # ------------------------------------------------------------------------------------------------ all 19

@@ -20,84 +20,111 @@ class ParamsError(ValueError):
     """A parameter key or value is not acceptable; the message names the key and what is allowed."""
 
 
+def _p(default: Any, minimum: float | None = None, maximum: float | None = None, choices: tuple = ()):
+    """A parameter field: its default and its allowed range (``minimum``/``maximum`` inclusive, or ``choices``).
+
+    The range lives here only; ``config/schema.yaml`` states the same bounds for the workflow, and
+    ``tests/test_config.py`` checks the two key by key (default, type, minimum, maximum, choices).
+    """
+    return field(default=default, metadata={"minimum": minimum, "maximum": maximum, "choices": choices})
+
+
+COSINE = {"minimum": -1.0, "maximum": 1.0}  # every similarity threshold is a cosine similarity
+PERCENT = {"minimum": 0.0, "maximum": 100.0}
+
+
 @dataclass(frozen=True)
 class InputParams:
     """Which traces are analysed at all (input validation, before layer 1)."""
 
-    require_think: bool = True  # paper §7: the framework needs <think> traces; False analyses the whole text
-    min_words: int = 80  # ours: shorter traces carry too little structure to profile
-    max_trace_bytes: int = 2_000_000  # ours: ~500k tokens, beyond any model's context; larger is excluded
+    require_think: bool = _p(True)  # paper §7: the framework needs <think> traces; False analyses the whole text
+    min_words: int = _p(0, 0)  # ours, off: the paper excludes no trace for its length (>0 excludes shorter ones)
+    max_trace_bytes: int = _p(2_000_000, 1)  # ours: ~500k tokens, beyond any model's context; larger is excluded
 
 
 @dataclass(frozen=True)
 class SegmentationParams:
     """Layer 1, structural segmentation (paper §3.4)."""
 
-    branch_header_max_tokens: int = 12  # a branch header under 12 tokens absorbs its following span
-    min_span_sentences: int = 2  # a none span under 2 sentences ...
-    min_span_tokens: int = 30  # ... or under 30 tokens merges forward
-    cue_lexicon: str = ""  # path of a cue lexicon; empty = the packaged lexicons/cues.tsv
+    branch_header_max_tokens: int = _p(12, 0)  # a branch header under 12 tokens absorbs its following span
+    min_span_sentences: int = _p(2, 0)  # a none span under 2 sentences ...
+    min_span_tokens: int = _p(30, 0)  # ... or under 30 tokens merges forward
+    cue_lexicon: str = _p("")  # path of a cue lexicon; empty = the packaged lexicons/cues.tsv
+    max_units: int = _p(5000, 1)  # ours: a trace cut into more TUs is excluded before encoding (cost bound)
 
 
 @dataclass(frozen=True)
 class TextTilingParams:
-    """Layer 2, soft boundary detection by TextTiling (paper §3.4)."""
+    """Layer 2, soft boundary detection by TextTiling (paper §3.4, App. D)."""
 
-    enabled: bool = True
-    window: int = 3  # sentences in each half-window
-    prominence: float = 0.15  # minimum prominence of a similarity minimum
-    threshold_percentile: float = 30.0  # tau = P30 of the trace's inter-sentence cosines
-    min_sentences: int = 6  # ours: a none span is "long" (tiled) from 2 x window sentences
+    enabled: bool = _p(True)
+    window: int = _p(3, 1)  # sentences in each half-window
+    prominence: float = _p(0.15, 0.0, 2.0)  # minimum prominence of a similarity minimum
+    threshold_percentile: float = _p(30.0, **PERCENT)  # tau = P30 of the trace's block similarities
+    min_sentences: int = _p(2, 1)  # ours: a none paragraph with fewer sentences is never split
+    max_unit_sentences: int = _p(24, 1)  # ours: a none paragraph with no valley is cut into parts of at most this
 
 
 @dataclass(frozen=True)
 class TrajectoryParams:
     """Layer 3, semantic trajectory (paper §3.4)."""
 
-    branch_percentile: float = 25.0  # tau_branch = P25 of consecutive-TU cosines
-    elab_percentile: float = 65.0  # tau_elab = P65
+    branch_percentile: float = _p(25.0, **PERCENT)  # tau_branch = P25 of consecutive-TU cosines
+    elab_percentile: float = _p(65.0, **PERCENT)  # tau_elab = P65
 
 
 @dataclass(frozen=True)
 class CrossSegmentParams:
-    """Layer 4, cross-segment arcs (paper §3.4) and our CRIT definition."""
+    """Layer 4, cross-segment arcs (paper §3.4, Algorithm 1 in App. D)."""
 
-    synthesis_similarity: float = 0.50  # cosine to a prior segment centroid
-    synthesis_min_segments: int = 2  # bridged prior segments needed for synthesis
-    revision_min_index: int = 4  # revision arcs for v_j with j > 4
-    revision_min_gap: int = 4  # j - i >= 4
-    revision_divergence_window: int = 4  # some TU in (i, i+4) ...
-    revision_divergence_similarity: float = 0.45  # ... below 0.45 to v_i
-    revision_similarity: float = 0.65  # BACK when sim(v_j, v_i) > 0.65
-    critique_similarity: float = 0.50  # ours: CRIT from a backtrack TU when sim > 0.50
+    synthesis_similarity: float = _p(0.50, **COSINE)  # cosine to a prior segment centroid
+    synthesis_min_segments: int = _p(2, 1)  # bridged prior segments needed for synthesis
+    synthesis_max_targets: int = _p(8, 1)  # ours: SYNT edges per TU, to the most similar bridged segments
+    revision_min_index: int = _p(4, 0)  # revision arcs for v_j with j > 4
+    revision_min_gap: int = _p(4, 0)  # j - i >= 4
+    revision_divergence_window: int = _p(4, 1)  # some TU in (i, i+4) ...
+    revision_divergence_similarity: float = _p(0.45, **COSINE)  # ... below 0.45 to v_i
+    revision_similarity: float = _p(0.65, **COSINE)  # backward arc when sim(v_j, v_i) > 0.65
 
 
 @dataclass(frozen=True)
 class ClassificationParams:
     """Node classification rules 4-5 (paper §3.4): RFR when 0.25 < cos(v, v0) < 0.72."""
 
-    reframe_min_similarity: float = 0.25
-    reframe_max_similarity: float = 0.72
+    reframe_min_similarity: float = _p(0.25, **COSINE)
+    reframe_max_similarity: float = _p(0.72, **COSINE)
 
 
 @dataclass(frozen=True)
 class MetricParams:
     """Constants of the 19 metrics (paper §3.5)."""
 
-    domain_spread_similarity: float = 0.45  # DS: agglomerative clustering threshold
-    first_ideas: int = 3  # FID: the first three HYP nodes
-    redundancy_similarity: float = 0.75  # RR: pairs above 0.75
-    hedge_lexicon: str = ""  # path of a hedge lexicon; empty = the packaged lexicons/hedges.txt
+    domain_spread_similarity: float = _p(0.45, **COSINE)  # DS: merge while mean cosine *similarity* >= 0.45
+    first_ideas: int = _p(3, 1)  # FID: the first three HYP nodes
+    redundancy_similarity: float = _p(0.75, **COSINE)  # RR: pairs above 0.75
+    hedge_lexicon: str = _p("")  # path of a hedge lexicon; empty = the packaged lexicons/hedges.txt
+
+
+@dataclass(frozen=True)
+class ProfileParams:
+    """The 5D-CP (paper §3.5, eq. 1): which metrics make up each dimension.
+
+    ``dimensions`` names a built-in map (``table2``: Table 2, all 19 metrics active, the default;
+    ``app_g``: the reading under which Appendix G's arithmetic holds, Efficiency = TPI and RR with AT and
+    ATU as unscored baselines) or is a mapping ``{dimension: [metric, ...]}`` (each metric at most once).
+    """
+
+    dimensions: str | dict = _p("table2")
 
 
 @dataclass(frozen=True)
 class EncoderParams:
     """The sentence encoder (paper: all-MiniLM-L6-v2)."""
 
-    model: str = "all-MiniLM-L6-v2"  # packaged weights; or a sentence-transformers id or a local path
-    backend: str = "auto"  # auto | onnx | sentence-transformers
-    batch_size: int = 16
-    max_seq_length: int = 256  # the model's own limit
+    model: str = _p("all-MiniLM-L6-v2")  # packaged weights; or a sentence-transformers id or a local path
+    backend: str = _p("auto", choices=("auto", "onnx", "sentence-transformers"))
+    batch_size: int = _p(16, 1)
+    max_seq_length: int = _p(256, 1)  # the model's own limit
 
 
 @dataclass(frozen=True)
@@ -111,6 +138,7 @@ class Params:
     cross_segment: CrossSegmentParams = field(default_factory=CrossSegmentParams)
     classification: ClassificationParams = field(default_factory=ClassificationParams)
     metrics: MetricParams = field(default_factory=MetricParams)
+    profile: ProfileParams = field(default_factory=ProfileParams)
     encoder: EncoderParams = field(default_factory=EncoderParams)
 
     def to_dict(self) -> dict[str, dict[str, Any]]:
@@ -132,6 +160,16 @@ class Params:
         return cls(**built)
 
 
+def parameter_specs() -> dict[str, dict[str, dict[str, Any]]]:
+    """Every parameter's default, type and allowed range, by section and key (what the schema must state)."""
+    out: dict[str, dict[str, dict[str, Any]]] = {}
+    for section in fields(Params):
+        cls = section.default_factory
+        out[section.name] = {
+            f.name: {"default": f.default, "type": type(f.default).__name__, **f.metadata} for f in fields(cls)}
+    return out
+
+
 def _section_from_dict(section_cls, data: dict[str, Any] | None, where: str):
     data = data or {}
     if not isinstance(data, dict):
@@ -140,14 +178,43 @@ def _section_from_dict(section_cls, data: dict[str, Any] | None, where: str):
     unknown = sorted(set(data) - set(allowed))
     if unknown:
         raise ParamsError(f"{where}: unknown key(s) {unknown}; allowed: {sorted(allowed)}")
-    defaults = section_cls()
     values = {}
     for name, value in data.items():
-        expected = type(getattr(defaults, name))
+        if section_cls is ProfileParams and name == "dimensions":
+            values[name] = _dimension_spec(value, f"{where}.{name}")
+            continue
+        expected = type(allowed[name].default)
         values[name] = _coerce(value, expected, f"{where}.{name}")
     obj = section_cls(**values)
     _check_ranges(obj, where)
     return obj
+
+
+def _dimension_spec(value: Any, where: str) -> str | dict:
+    from .metrics import DIMENSION_MAPS, METRIC_NAMES
+
+    if isinstance(value, str):
+        if value not in DIMENSION_MAPS:
+            raise ParamsError(f"{where}: {value!r} is not a dimension map; built-in: {sorted(DIMENSION_MAPS)}")
+        return value
+    if not isinstance(value, dict) or not value:
+        raise ParamsError(f"{where}: expected the name of a built-in map {sorted(DIMENSION_MAPS)} "
+                          f"or a mapping {{dimension: [metric, ...]}}")
+    seen: dict[str, str] = {}
+    out: dict[str, list[str]] = {}
+    for dim, members in value.items():
+        if not isinstance(dim, str) or not dim:
+            raise ParamsError(f"{where}: dimension names must be non-empty strings, got {dim!r}")
+        if not isinstance(members, (list, tuple)) or not members:
+            raise ParamsError(f"{where}.{dim}: expected a non-empty list of metrics")
+        for m in members:
+            if m not in METRIC_NAMES:
+                raise ParamsError(f"{where}.{dim}: unknown metric {m!r}; known: {list(METRIC_NAMES)}")
+            if m in seen:
+                raise ParamsError(f"{where}: metric {m!r} is in both {seen[m]!r} and {dim!r}")
+            seen[m] = dim
+        out[dim] = list(members)
+    return out
 
 
 def _coerce(value: Any, expected: type, where: str) -> Any:
@@ -172,33 +239,23 @@ def _coerce(value: Any, expected: type, where: str) -> Any:
     return value
 
 
-_PERCENTILES = {"threshold_percentile", "branch_percentile", "elab_percentile"}
-_POSITIVE_INTS = {"window", "min_sentences", "first_ideas", "batch_size", "max_seq_length", "max_trace_bytes",
-                  "synthesis_min_segments", "revision_divergence_window"}
-_NON_NEGATIVE_INTS = {"min_words", "branch_header_max_tokens", "min_span_sentences", "min_span_tokens",
-                      "revision_min_index", "revision_min_gap"}
-
-
 def _check_ranges(obj, where: str) -> None:
     for f in fields(obj):
         v = getattr(obj, f.name)
         key = f"{where}.{f.name}"
-        if f.name in _PERCENTILES and not 0.0 <= v <= 100.0:
-            raise ParamsError(f"{key}: {v} is not a percentile in [0, 100]")
-        if f.name in _POSITIVE_INTS and v < 1:
-            raise ParamsError(f"{key}: {v} must be >= 1")
-        if f.name in _NON_NEGATIVE_INTS and v < 0:
-            raise ParamsError(f"{key}: {v} must be >= 0")
-        if (f.name.endswith("_similarity") or f.name == "prominence") and not -1.0 <= v <= 2.0:
-            raise ParamsError(f"{key}: {v} is not a cosine-scale value in [-1, 2]")
+        lo, hi, choices = f.metadata.get("minimum"), f.metadata.get("maximum"), f.metadata.get("choices")
+        if lo is not None and v < lo:
+            raise ParamsError(f"{key}: {v} must be >= {lo}")
+        if hi is not None and v > hi:
+            raise ParamsError(f"{key}: {v} must be <= {hi}")
+        if choices and v not in choices:
+            raise ParamsError(f"{key}: {v!r} is not one of {', '.join(choices)}")
     if isinstance(obj, ClassificationParams) and obj.reframe_min_similarity >= obj.reframe_max_similarity:
         raise ParamsError(f"{where}: reframe_min_similarity must be below reframe_max_similarity")
     if isinstance(obj, TrajectoryParams) and obj.branch_percentile > obj.elab_percentile:
         raise ParamsError(f"{where}: branch_percentile must not exceed elab_percentile")
     if isinstance(obj, EncoderParams) and not obj.model:
         raise ParamsError(f"{where}.model: the encoder model must not be empty")
-    if isinstance(obj, EncoderParams) and obj.backend not in ("auto", "onnx", "sentence-transformers"):
-        raise ParamsError(f"{where}.backend: {obj.backend!r} is not one of auto, onnx, sentence-transformers")
 
 
 def load_params(config: str | None = None, overrides: list[str] | tuple[str, ...] = ()) -> Params:

@@ -1,9 +1,15 @@
 """The extraction pipeline end to end: trace -> TUs (layers 1-2) -> Thought Graph (layers 3-4) -> metrics.
 
 Work is done in chunks of traces so that the encoder sees large batches: layer 1 for the whole chunk, one
-encoder call for the sentences layer 2 needs, layer 2, one encoder call for all TU texts, then graphs and
-metrics per trace. Every failure of one trace becomes an :class:`~thinkprobe.traces.Exclusion` naming the
-trace, the stage and the reason; the batch goes on.
+encoder call for every sentence of the chunk (layer 2 slides its window over the whole trace, see
+:mod:`thinkprobe.texttiling`), layer 2, one encoder call for all TU texts (a one-sentence TU is a cache
+hit), then graphs and metrics per trace. Every failure of one trace becomes an
+:class:`~thinkprobe.traces.Exclusion` naming the trace, the stage and the reason; the batch goes on.
+
+Cost bound: a trace cut into more than ``segmentation.max_units`` TUs (default 5,000; real traces have tens)
+is excluded after layer 1, before anything is encoded, or after layer 2; below it, layers 3-4 and the
+metrics are at most quadratic in TUs with bounded memory (see :mod:`thinkprobe.graph`), and layer 2 is
+linear in sentences.
 
 Stages for the ablation of paper Table 6 (cumulative): ``l1`` structural boundaries only (SEQ backbone),
 ``l3`` adds the semantic trajectory, ``l4`` adds cross-segment arcs, ``full`` adds layer-2 TextTiling to
@@ -12,6 +18,7 @@ Stages for the ablation of paper Table 6 (cumulative): ``l1`` structural boundar
 
 from __future__ import annotations
 
+import bisect
 import logging
 import time
 import traceback
@@ -24,10 +31,10 @@ import numpy as np
 from . import texttiling
 from .encoder import Encoder
 from .graph import InvariantError, ThoughtGraph, build_graph
-from .lexicon import CueLexicon, load_cues, load_hedges
+from .lexicon import load_cues, load_hedges
 from .metrics import compute_metrics
 from .params import Params
-from .segmentation import Span, segment
+from .segmentation import BOUNDARY_CLASSES, Span, segment
 from .text import count_tokens
 from .traces import Exclusion, Trace, validate_trace
 
@@ -93,32 +100,49 @@ def _internal_error(trace_id: str, stage: str, exc: Exception, source: str) -> E
     return Exclusion(trace_id, f"internal error in {stage}: {type(exc).__name__}: {exc}", source, stage)
 
 
-def _tile(spans: list[Span], text: str, emb_of: dict[tuple[int, int], np.ndarray], params: Params,
-          lexicon: CueLexicon) -> tuple[list[Span], dict[str, Any]]:
+def _too_many_units(trace: Trace, n: int, params: Params, stage: str) -> Exclusion:
+    return Exclusion(trace.trace_id, f"too many thought units: {n} after {stage} (maximum "
+                     f"{params.segmentation.max_units}; segmentation.max_units)", trace.source, stage)
+
+
+def _tile(spans: list[Span], emb_of: dict[tuple[int, int], np.ndarray],
+          params: Params) -> tuple[list[Span], dict[str, Any]]:
+    """Layer 2 on one trace: valleys of the whole trace's block-similarity curve split ``none`` paragraphs."""
     tp = params.texttiling
-    long_spans = [s for s in spans if _is_long(s, params)]
-    blocks = [np.stack([emb_of[x] for x in s.sentences]) for s in long_spans]
-    tau = texttiling.trace_threshold(blocks, tp.threshold_percentile)
+    sentences = [x for s in spans for x in s.sentences]
+    emb = np.stack([emb_of[x] for x in sentences]) if sentences else np.zeros((0, 1), np.float32)
+    tau = texttiling.trace_threshold(texttiling.gap_similarities(emb, tp.window), tp.threshold_percentile)
+    valleys = sorted(texttiling.boundaries(emb, tp.window, tp.prominence, tau))
     out: list[Span] = []
-    n_new = 0
-    cuts_of = {id(s): texttiling.boundaries(b, tp.window, tp.prominence, tau) for s, b in zip(long_spans, blocks)}
+    n_soft = n_length = 0
+    first = 0
     for s in spans:
-        cuts = cuts_of.get(id(s), [])
+        m = len(s.sentences)
+        cuts: list[tuple[int, str]] = []
+        if _is_tileable(s, params):
+            inside = valleys[bisect.bisect_right(valleys, first):bisect.bisect_left(valleys, first + m)]
+            soft = [k - first for k in inside]
+            edges = [0, *soft, m]
+            for a, b in zip(edges[:-1], edges[1:]):
+                cuts += [(a + c, "length") for c in texttiling.even_cuts(b - a, tp.max_unit_sentences)]
+            cuts = sorted(cuts + [(k, "texttiling") for k in soft])
+        first += m
         if not cuts:
             out.append(s)
             continue
-        edges = [0, *cuts, len(s.sentences)]
-        for part, (a, b) in enumerate(zip(edges[:-1], edges[1:])):
+        edges = [(0, s.origin), *cuts, (m, "")]
+        for (a, origin), (b, _) in zip(edges[:-1], edges[1:]):
             sents = s.sentences[a:b]
-            boundary = s.boundary if part == 0 else lexicon.classify(text[sents[0][0]:sents[0][1]])
-            out.append(Span(sents[0][0], s.end if b == len(s.sentences) else sents[-1][1], s.kind, boundary,
-                            list(sents), s.origin if part == 0 else "texttiling"))
-        n_new += len(cuts)
-    info = {"tau": tau if np.isfinite(tau) else None, "tiled_spans": len(long_spans), "new_boundaries": n_new}
+            out.append(Span(sents[0][0], s.end if b == m else sents[-1][1], s.kind, s.boundary if a == 0 else "none",
+                            list(sents), origin))
+        n_soft += sum(1 for _, o in cuts if o == "texttiling")
+        n_length += sum(1 for _, o in cuts if o == "length")
+    info = {"tau": tau if np.isfinite(tau) else None, "sentences": len(sentences), "new_boundaries": n_soft,
+            "length_cuts": n_length}
     return out, info
 
 
-def _is_long(s: Span, params: Params) -> bool:
+def _is_tileable(s: Span, params: Params) -> bool:
     return s.boundary == "none" and s.kind == "paragraph" and len(s.sentences) >= params.texttiling.min_sentences
 
 
@@ -136,15 +160,19 @@ def segment_traces(traces: list[Trace], params: Params, encoder: Encoder, layer2
             results[i] = Exclusion(tr.trace_id, reason, tr.source, "input")
             continue
         try:
-            layered[i] = segment(tr.text, params.segmentation, lexicon)
+            spans = segment(tr.text, params.segmentation, lexicon)
         except Exception as exc:  # noqa: BLE001 - one trace must never stop the batch
             results[i] = _internal_error(tr.trace_id, "layer1", exc, tr.source)
+            continue
+        if len(spans) > params.segmentation.max_units:
+            results[i] = _too_many_units(tr, len(spans), params, "layer1")
+        else:
+            layered[i] = spans
     t0 = timings.add("layer1", t0)
 
     tiling: dict[int, dict[str, Any]] = {}
     if layer2 and params.texttiling.enabled:
-        wanted = list(dict.fromkeys(
-            (i, a, b) for i, spans in layered.items() for s in spans if _is_long(s, params) for a, b in s.sentences))
+        wanted = list(dict.fromkeys((i, a, b) for i, spans in layered.items() for s in spans for a, b in s.sentences))
         texts = [traces[i].text[a:b] for i, a, b in wanted]
         vecs = encoder.encode(texts)
         t0 = timings.add("layer2_encode", t0)
@@ -153,9 +181,13 @@ def segment_traces(traces: list[Trace], params: Params, encoder: Encoder, layer2
             per_trace[i][(a, b)] = v
         for i in list(layered):
             try:
-                layered[i], tiling[i] = _tile(layered[i], traces[i].text, per_trace[i], params, lexicon)
+                layered[i], tiling[i] = _tile(layered[i], per_trace[i], params)
             except Exception as exc:  # noqa: BLE001
                 results[i] = _internal_error(traces[i].trace_id, "layer2", exc, traces[i].source)
+                del layered[i]
+                continue
+            if len(layered[i]) > params.segmentation.max_units:
+                results[i] = _too_many_units(traces[i], len(layered[i]), params, "layer2")
                 del layered[i]
         t0 = timings.add("layer2", t0)
 
@@ -178,7 +210,8 @@ def graph_of(seg: SegmentedTrace, params: Params, layers: str = "l4", timings: T
     text = seg.trace.text
     texts = seg.texts
     graph_attrs = {**seg.trace.ids(), "source": seg.trace.source, "truncated": seg.trace.truncated,
-                   "reasoning_offset": seg.trace.offset, **(attrs or {})}
+                   "reasoning_offset": seg.trace.offset,
+                   "soft_units": [i for i, s in enumerate(seg.spans) if s.origin != "structural"], **(attrs or {})}
     g = build_graph(texts, [(s.start, s.end) for s in seg.spans], [s.boundary for s in seg.spans],
                     seg.embeddings, [count_tokens(text[s.start:s.end]) for s in seg.spans],
                     params.trajectory, params.cross_segment, params.classification, layers, graph_attrs)
@@ -238,14 +271,39 @@ def _finish(trace: Trace, seg: SegmentedTrace | Exclusion, params: Params, stage
     return TraceResult(trace, graph, metrics)
 
 
+def boundary_class_shares(graphs: Iterable[ThoughtGraph]) -> dict[str, float]:
+    """Share of each boundary class among all TU boundaries (every TU but ``v0``) of ``graphs``.
+
+    Classes are the graphs' final ones (after layer 3's branch and layer 4's convergence promotions), as
+    in the paper's Appendix H.4. ``none_soft`` is the part of ``none`` whose TU layer 2 opened (the
+    graph's ``soft_units``); the other keys sum to 1.
+    """
+    counts = dict.fromkeys((*BOUNDARY_CLASSES, "none_soft"), 0)
+    total = 0
+    for g in graphs:
+        soft = set(g.attrs.get("soft_units", ()))
+        for i, b in enumerate(g.boundaries[1:], start=1):
+            counts[b] += 1
+            counts["none_soft"] += b == "none" and i in soft
+            total += 1
+    return {k: (v / total if total else 0.0) for k, v in counts.items()}
+
+
 def ablation(traces: list[Trace], params: Params, encoder: Encoder) -> list[dict[str, Any]]:
-    """Mean of every metric under the four cumulative stages of paper Table 6 (one row per stage)."""
+    """Paper Table 6: per cumulative stage, the mean of every metric and the boundary-class shares.
+
+    One row per stage: ``stage``, ``n_traces`` (analysed), ``tus_per_trace``, the 19 metric means, then
+    ``class_<name>`` for each share of :func:`boundary_class_shares`.
+    """
     rows = []
     for stage in STAGES:
-        values = [r.metrics for r in analyze(traces, params, encoder, stage=stage) if r.metrics]
-        row: dict[str, Any] = {"stage": stage, "n_traces": len(values)}
-        if values:
-            for k in values[0]:
-                row[k] = float(np.mean([v[k] for v in values]))
+        results = [r for r in analyze(traces, params, encoder, stage=stage) if r.metrics]
+        row: dict[str, Any] = {"stage": stage, "n_traces": len(results)}
+        if results:
+            row["tus_per_trace"] = float(np.mean([r.graph.n for r in results]))
+            for k in results[0].metrics:
+                row[k] = float(np.mean([r.metrics[k] for r in results]))
+            for k, v in boundary_class_shares(r.graph for r in results).items():
+                row[f"class_{k}"] = v
         rows.append(row)
     return rows
