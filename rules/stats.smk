@@ -1,0 +1,320 @@
+# The study's statistics (tables under results/stats/) and their figures (results/figures/, PNG + PDF),
+# each in the report with a caption. Constants come from the config's `stats:` section and reach the
+# scripts as params; `code` params are the source hashes of the thinkprobe modules each rule runs, so
+# editing thinkprobe/stats/cycles.py reruns the cycle census and its figure, nothing else.
+
+from thinkprobe.stats.stages import MODULES as _STATS_MODULES
+
+STATS = config["stats"]
+# the 5D-CP dimension map (analysis.profile.dimensions) when the config has one; None: the default map
+DIMENSION_SPEC = (ANALYSIS.get("profile") or {}).get("dimensions")
+STATS_CODE = {name: source_hash(mods) for name, mods in _STATS_MODULES.items()}
+# segmentation agreement needs the corpus's labelled steps: inputs read through the steering adapter
+AGREEMENT_FILES = sorted({e["path"] for e in config["inputs"] if e.get("adapter") == "steering-thinking-llms"})
+
+STATS_TABLES = {
+    "kruskal": "results/stats/kruskal.parquet",
+    "model_vs_domain": "results/stats/model_vs_domain.parquet",
+    "dunn": "results/stats/dunn.parquet",
+    "spearman": "results/stats/spearman.parquet",
+    "cv": "results/stats/cv.parquet",
+    "cosine": "results/stats/cosine.parquet",
+    "cycles": "results/stats/cycles.parquet",
+    "cycles_summary": "results/stats/cycles_summary.parquet",
+    "length_confound": "results/stats/length_confound.parquet",
+    "length_excluded": "results/stats/length_excluded.parquet",
+    "ablation": "results/stats/ablation.parquet",
+    "aggregation_robustness": "results/stats/aggregation_robustness.parquet",
+}
+if STATS["sensitivity_encoder"]:
+    STATS_TABLES["encoder_sensitivity"] = "results/stats/encoder_sensitivity.parquet"
+if AGREEMENT_FILES:
+    STATS_TABLES["agreement"] = "results/stats/agreement.parquet"
+
+STATS_TITLES = {
+    "kruskal": "Kruskal-Wallis H, p, epsilon^2 per metric and dimension, by model and by domain (Bonferroni)",
+    "model_vs_domain": "epsilon^2 by model vs by domain, and their ratio",
+    "dunn": "Dunn post-hoc tests between models (Bonferroni-adjusted p)",
+    "spearman": "Spearman rho between the 19 metrics (Ward order)",
+    "cv": "Run-to-run coefficient of variation per model and metric",
+    "cosine": "Cosine similarity between model mean 5D-CP vectors",
+    "cycles": "Simple directed cycles per trace and subgraph",
+    "cycles_summary": "Cycle prevalence, counts and lengths per model and subgraph",
+    "length_confound": "Spearman rho of each metric with trace length (AT)",
+    "length_excluded": "epsilon^2 per dimension, full vs length-excluded 5D-CP",
+    "ablation": "Mean metrics under the cumulative pipeline stages (l1, l3, l4, full)",
+    "aggregation_robustness": "Model rankings: equal-weight vs PCA-weighted dimensions (Spearman rho)",
+    "encoder_sensitivity": "Model rankings under a second sentence encoder (Spearman rho)",
+    "agreement": "Segmentation agreement of thinkprobe's TUs with the corpus's labelled steps",
+}
+
+STATS_FIGURES = {
+    "radar": {"profiles": "results/tables/profiles.parquet"},
+    "effects": {"kruskal": STATS_TABLES["kruskal"]},
+    "model_domain": {"profiles": "results/tables/profiles.parquet"},
+    "dunn": {"dunn": STATS_TABLES["dunn"]},
+    "spearman": {"spearman": STATS_TABLES["spearman"]},
+    "cycles": {"cycles": STATS_TABLES["cycles"], "summary": STATS_TABLES["cycles_summary"]},
+    "cv": {"cv": STATS_TABLES["cv"]},
+    "cosine": {"cosine": STATS_TABLES["cosine"]},
+    "length": {"confound": STATS_TABLES["length_confound"]},
+}
+STATS_FIGURE_OPTIONS = {"effects": ["effect_small", "effect_large"], "cycles": ["cycle_cap"]}
+
+STATS_TARGETS = (
+    list(STATS_TABLES.values())
+    + [f"results/figures/stats_{name}.{ext}" for name in STATS_FIGURES for ext in ("png", "pdf")]
+    + [f"results/report/stats/{name}.html" for name in STATS_TABLES]
+)
+
+
+rule stats_kruskal:
+    input:
+        metrics="results/tables/metrics.parquet",
+        profiles="results/tables/profiles.parquet",
+    output:
+        kruskal=STATS_TABLES["kruskal"],
+        ratio=STATS_TABLES["model_vs_domain"],
+    params:
+        groupings=STATS["groupings"],
+        code=STATS_CODE["kruskal"],
+    log:
+        "results/logs/stats/kruskal.log",
+    localrule: True
+    conda:
+        "../envs/cpu.yaml"
+    script:
+        "../workflow/scripts/stats_kruskal.py"
+
+
+rule stats_dunn:
+    input:
+        metrics="results/tables/metrics.parquet",
+        profiles="results/tables/profiles.parquet",
+    output:
+        STATS_TABLES["dunn"],
+    params:
+        code=STATS_CODE["dunn"],
+    log:
+        "results/logs/stats/dunn.log",
+    localrule: True
+    conda:
+        "../envs/cpu.yaml"
+    script:
+        "../workflow/scripts/stats_dunn.py"
+
+
+rule stats_spearman:
+    input:
+        "results/tables/metrics.parquet",
+    output:
+        STATS_TABLES["spearman"],
+    params:
+        code=STATS_CODE["spearman"],
+    log:
+        "results/logs/stats/spearman.log",
+    localrule: True
+    conda:
+        "../envs/cpu.yaml"
+    script:
+        "../workflow/scripts/stats_spearman.py"
+
+
+rule stats_stability:
+    input:
+        metrics="results/tables/metrics.parquet",
+        profiles="results/tables/profiles.parquet",
+    output:
+        cv=STATS_TABLES["cv"],
+        cosine=STATS_TABLES["cosine"],
+    params:
+        code=STATS_CODE["stability"],
+    log:
+        "results/logs/stats/stability.log",
+    localrule: True
+    conda:
+        "../envs/cpu.yaml"
+    script:
+        "../workflow/scripts/stats_stability.py"
+
+
+rule stats_cycles:
+    input:
+        all_unit_files("graphs", "json"),
+    output:
+        cycles=STATS_TABLES["cycles"],
+        summary=STATS_TABLES["cycles_summary"],
+    params:
+        cap=STATS["cycle_cap"],
+        code=STATS_CODE["cycles"],
+    log:
+        "results/logs/stats/cycles.log",
+    resources:
+        mem_mb=2000,
+        runtime=30,
+    conda:
+        "../envs/cpu.yaml"
+    script:
+        "../workflow/scripts/stats_cycles.py"
+
+
+rule stats_confound:
+    input:
+        "results/tables/metrics.parquet",
+    output:
+        confound=STATS_TABLES["length_confound"],
+        excluded=STATS_TABLES["length_excluded"],
+    params:
+        groupings=STATS["groupings"],
+        dimensions=DIMENSION_SPEC,
+        code=STATS_CODE["confound"],
+    log:
+        "results/logs/stats/confound.log",
+    localrule: True
+    conda:
+        "../envs/cpu.yaml"
+    script:
+        "../workflow/scripts/stats_confound.py"
+
+
+rule stats_ablation:
+    input:
+        all_unit_files("traces", "json"),
+    output:
+        STATS_TABLES["ablation"],
+    params:
+        analysis=ANALYSIS,
+        n=STATS["ablation_traces"],
+        seed=STATS["ablation_seed"],
+        code=STATS_CODE["ablation"],
+    log:
+        "results/logs/stats/ablation.log",
+    threads: config["resources"]["analysis_threads"]
+    resources:
+        mem_mb=config["resources"]["analysis_mem_mb"],
+        runtime=30,
+    conda:
+        "../envs/cpu.yaml"
+    script:
+        "../workflow/scripts/stats_ablation.py"
+
+
+rule stats_robustness:
+    input:
+        "results/tables/metrics.parquet",
+    output:
+        STATS_TABLES["aggregation_robustness"],
+    params:
+        dimensions=DIMENSION_SPEC,
+        code=STATS_CODE["robustness"],
+    log:
+        "results/logs/stats/robustness.log",
+    localrule: True
+    conda:
+        "../envs/cpu.yaml"
+    script:
+        "../workflow/scripts/stats_robustness.py"
+
+
+rule stats_sensitivity:
+    input:
+        traces=all_unit_files("traces", "json"),
+        metrics="results/tables/metrics.parquet",
+    output:
+        table="results/stats/encoder_sensitivity.parquet",
+        metrics="results/stats/metrics_encoder2.parquet",
+    params:
+        analysis=ANALYSIS,
+        encoder=STATS["sensitivity_encoder"],
+        code=STATS_CODE["sensitivity"],
+    log:
+        "results/logs/stats/sensitivity.log",
+    threads: config["resources"]["analysis_threads"]
+    resources:
+        mem_mb=config["resources"]["analysis_mem_mb"],
+        runtime=60,
+    conda:
+        "../envs/cpu.yaml"
+    script:
+        "../workflow/scripts/stats_sensitivity.py"
+
+
+rule stats_agreement:
+    input:
+        AGREEMENT_FILES,
+    output:
+        "results/stats/agreement.parquet",
+    params:
+        files=AGREEMENT_FILES,
+        analysis=ANALYSIS,
+        tolerance=STATS["agreement_tolerance"],
+        code=STATS_CODE["agreement"],
+    log:
+        "results/logs/stats/agreement.log",
+    threads: config["resources"]["analysis_threads"]
+    resources:
+        mem_mb=config["resources"]["analysis_mem_mb"],
+        runtime=60,
+    conda:
+        "../envs/cpu.yaml"
+    script:
+        "../workflow/scripts/stats_agreement.py"
+
+
+for _fig, _inputs in STATS_FIGURES.items():
+
+    rule:
+        name:
+            f"stats_fig_{_fig}"
+        input:
+            **_inputs,
+        output:
+            report(
+                f"results/figures/stats_{_fig}.png",
+                caption=f"../workflow/report/stats_{_fig}.rst",
+                category="Statistics",
+                subcategory="Figures",
+            ),
+            f"results/figures/stats_{_fig}.pdf",
+        params:
+            figure=_fig,
+            options={k: STATS[k] for k in STATS_FIGURE_OPTIONS.get(_fig, [])},
+            code=STATS_CODE["figures"],
+        log:
+            f"results/logs/stats/fig_{_fig}.log",
+        localrule: True
+        conda:
+            "../envs/cpu.yaml"
+        script:
+            "../workflow/scripts/stats_figure.py"
+
+
+rule stats_pages:
+    input:
+        **STATS_TABLES,
+    output:
+        **{
+            name: report(
+                f"results/report/stats/{name}.html",
+                caption="../workflow/report/stats_table.rst",
+                category="Statistics",
+                subcategory="Tables",
+            )
+            for name in STATS_TABLES
+        },
+    params:
+        titles=STATS_TITLES,
+        code=STATS_CODE["pages"],
+    log:
+        "results/logs/stats/pages.log",
+    localrule: True
+    conda:
+        "../envs/cpu.yaml"
+    script:
+        "../workflow/scripts/stats_pages.py"
+
+
+rule stats:
+    input:
+        STATS_TARGETS,
+    localrule: True

@@ -1,0 +1,361 @@
+"""Figures of the study's statistics (paper Figures 2-5, 13-18), written as PNG and PDF.
+
+Readable in print and for colour-blind readers: categorical colours are the Okabe-Ito palette, sequential
+maps are viridis/cividis, the diverging map is ColorBrewer's RdBu (colour-blind safe), every heatmap cell
+that matters carries its value or significance as text, lines differ by style as well as colour, fonts
+are >= 7 pt at the saved size. Each figure prints its provenance in a footer (thinkprobe version, code
+hash, input sha256), so a copy that travels without the report can be traced back. Every function takes
+tables and writes files; an empty table gives a figure that says so, never a missing file.
+"""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+import numpy as np
+import pandas as pd
+
+from ..metrics import DIMENSIONS, METRIC_NAMES
+
+OKABE_ITO = ["#E69F00", "#56B4E9", "#009E73", "#0072B2", "#D55E00", "#CC79A7", "#000000", "#F0E442"]
+AXIS_LABELS = {"Metacognition": "Metacog."}
+DIMENSION_COLOURS = dict(zip(DIMENSIONS, ["#0072B2", "#E69F00", "#009E73", "#CC79A7", "#D55E00"]))
+DIMENSION_OF = {m: d for d, ms in DIMENSIONS.items() for m in ms}
+
+
+def _plt():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    plt.rcParams.update({"font.size": 8, "axes.titlesize": 9, "axes.labelsize": 8, "pdf.fonttype": 42})
+    return plt
+
+
+def _save(fig, outputs: Sequence[str], provenance: str) -> None:
+    if provenance:
+        renderer = fig.canvas.get_renderer()
+        box = fig.get_tightbbox(renderer)  # inches
+        bottom = box.y0 / fig.get_figheight() if fig.get_figheight() else 0.0
+        left = box.x0 / fig.get_figwidth() if fig.get_figwidth() else 0.0
+        fig.text(left, bottom - 0.01, provenance, fontsize=5.5, color="#444444", ha="left", va="top")
+    for path in outputs:
+        fig.savefig(path, dpi=200, bbox_inches="tight")
+    _plt().close(fig)
+
+
+def short_labels(names: Sequence[str]) -> list[str]:
+    """Names without their longest common prefix ending at a ``-``/``_``/``/`` (when every name keeps text).
+
+    >>> short_labels(["deepseek-r1-distill-qwen-14b", "deepseek-r1-distill-llama-8b"])
+    ['qwen-14b', 'llama-8b']
+    """
+    names = [str(n) for n in names]
+    if len(names) < 2:
+        return names
+    prefix = names[0]
+    for n in names[1:]:
+        while not n.startswith(prefix):
+            prefix = prefix[:-1]
+    cut = max(prefix.rfind(c) for c in "-_/") + 1
+    return [n[cut:] for n in names] if cut and all(n[cut:] for n in names) else names
+
+
+def _empty(outputs: Sequence[str], title: str, why: str, provenance: str) -> None:
+    plt = _plt()
+    fig, ax = plt.subplots(figsize=(5, 2))
+    ax.axis("off")
+    ax.set_title(title)
+    ax.text(0.5, 0.5, why, ha="center", va="center", wrap=True)
+    _save(fig, outputs, provenance)
+
+
+def radar_per_model(profiles: pd.DataFrame, outputs: Sequence[str], provenance: str = "") -> None:
+    """One 5D radar per model (small multiples on a shared scale: the models' range per axis)."""
+    plt = _plt()
+    models = profiles[profiles["level"] == "model"] if "level" in profiles else profiles
+    dims = [d for d in DIMENSIONS if d in models.columns]
+    if models.empty or not dims:
+        return _empty(outputs, "5D cognitive profile per model", "no analysed traces", provenance)
+    values = models[dims].to_numpy(dtype=float)
+    lo, hi = np.nanmin(values, axis=0), np.nanmax(values, axis=0)
+    span = np.where(hi - lo > 0, hi - lo, 1.0)
+    n = len(models)
+    cols = min(n, 4)
+    rows = int(np.ceil(n / cols))
+    fig = plt.figure(figsize=(2.6 * cols, 2.7 * rows))
+    angles = np.linspace(0, 2 * np.pi, len(dims), endpoint=False).tolist()
+    for i, ((_, row), vals) in enumerate(zip(models.iterrows(), values)):
+        ax = fig.add_subplot(rows, cols, i + 1, polar=True)
+        norm = (0.15 + 0.85 * (vals - lo) / span).tolist()  # the lowest model on an axis sits on the inner ring
+        colour = OKABE_ITO[i % (len(OKABE_ITO) - 1)]  # yellow is left out: too light in print
+        ax.plot(angles + angles[:1], norm + norm[:1], color=colour, lw=1.5)
+        ax.fill(angles + angles[:1], norm + norm[:1], color=colour, alpha=0.25)
+        ax.set_ylim(0, 1)
+        ax.set_xticks(angles)
+        ax.set_xticklabels([AXIS_LABELS.get(d, d) for d in dims], fontsize=7)
+        ax.set_yticks([0.15, 1.0])
+        ax.set_yticklabels([])
+        label = short_labels(models["model"].tolist())[i]
+        ax.set_title(label if len(label) <= 28 else label[:26] + "...", fontsize=8, pad=10)
+    fig.suptitle("5D cognitive profile per model (min-max over models per axis: inner ring = lowest model, "
+                 "outer = highest)", fontsize=9)
+    fig.tight_layout()
+    _save(fig, outputs, provenance)
+
+
+def effect_sizes(kruskal: pd.DataFrame, outputs: Sequence[str], small: float = 0.06, large: float = 0.14,
+                 provenance: str = "") -> None:
+    """Kruskal-Wallis epsilon^2 per metric (and dimension), by model and by domain, with threshold lines."""
+    plt = _plt()
+    if kruskal.empty:
+        return _empty(outputs, "Kruskal-Wallis effect sizes", "no test could be run", provenance)
+    fig, axes = plt.subplots(1, 2, figsize=(10, 4.2), gridspec_kw={"width_ratios": [19, 6]})
+    for ax, kind, names in ((axes[0], "metric", list(METRIC_NAMES)), (axes[1], "dimension", list(DIMENSIONS))):
+        part = kruskal[kruskal["kind"] == kind]
+        wide = part.pivot_table(index="target", columns="grouping", values="epsilon2")
+        order = [t for t in names if t in wide.index]
+        if "model" in wide:
+            order = sorted(order, key=lambda t: -np.nan_to_num(wide.loc[t, "model"], nan=-1))
+        x = np.arange(len(order))
+        groupings = [g for g in ("model", "domain") if g in wide.columns]
+        width = 0.8 / max(len(groupings), 1)
+        for j, g in enumerate(groupings):
+            vals = wide.reindex(order)[g].to_numpy(dtype=float)
+            if g == "model":
+                colours = [DIMENSION_COLOURS.get(DIMENSION_OF.get(t, t), "#777777") for t in order]
+                ax.bar(x + (j - (len(groupings) - 1) / 2) * width, vals, width, color=colours, edgecolor="black",
+                       linewidth=0.4, label="by model")
+            else:
+                ax.bar(x + (j - (len(groupings) - 1) / 2) * width, vals, width, color="white", edgecolor="black",
+                       hatch="///", linewidth=0.4, label="by domain")
+        ax.axhline(small, color="black", ls="--", lw=0.8)
+        ax.axhline(large, color="black", ls=":", lw=1.0)
+        ax.set_xticks(x)
+        ax.set_xticklabels(order, rotation=60 if kind == "metric" else 30, ha="right")
+        ax.set_ylabel("epsilon^2")
+        ax.set_title(f"per {kind}")
+    axes[0].text(0.99, small, f" small {small}", transform=axes[0].get_yaxis_transform(), fontsize=7, va="bottom",
+                 ha="right")
+    axes[0].text(0.99, large, f" large {large}", transform=axes[0].get_yaxis_transform(), fontsize=7, va="bottom",
+                 ha="right")
+    handles = [plt.Rectangle((0, 0), 1, 1, color=c, ec="black", lw=0.4) for c in DIMENSION_COLOURS.values()]
+    handles.append(plt.Rectangle((0, 0), 1, 1, facecolor="white", edgecolor="black", hatch="///", lw=0.4))
+    fig.legend(handles, [f"{d} (by model)" for d in DIMENSION_COLOURS] + ["by domain"], fontsize=7,
+               loc="upper center", ncol=6, bbox_to_anchor=(0.5, 0.95), frameon=False)
+    fig.suptitle(f"Kruskal-Wallis epsilon^2 (dashed: {small} small, dotted: {large} large)", fontsize=9, y=0.99)
+    fig.tight_layout(rect=(0, 0, 1, 0.9))
+    _save(fig, outputs, provenance)
+
+
+def model_domain_heatmaps(profiles: pd.DataFrame, outputs: Sequence[str], provenance: str = "") -> None:
+    """Five panels: mean 5D-CP z-score per model (rows) x domain (columns), one per dimension."""
+    plt = _plt()
+    traces = profiles[profiles["level"] == "trace"] if "level" in profiles else profiles
+    dims = [d for d in DIMENSIONS if d in traces.columns]
+    if traces.empty or "domain" not in traces or not dims:
+        return _empty(outputs, "Model x domain profile", "no traces with a domain", provenance)
+    traces = traces.assign(domain=traces["domain"].astype(str).replace("", "(none)"))
+    tables = {d: traces.pivot_table(index="model", columns="domain", values=d, aggfunc="mean") for d in dims}
+    lim = max(0.5, float(np.nanmax([np.nanmax(np.abs(t.to_numpy(dtype=float))) for t in tables.values()])))
+    n_dom = len(next(iter(tables.values())).columns)
+    n_mod = len(next(iter(tables.values())).index)
+    fig, axes = plt.subplots(1, len(dims), figsize=(1.2 + len(dims) * (0.9 + 0.3 * n_dom), 1.6 + 0.3 * n_mod),
+                             sharey=True, squeeze=False)
+    im = None
+    cmap = plt.get_cmap("RdBu_r").copy()
+    cmap.set_bad("#999999")
+    for ax, d in zip(axes[0], dims):
+        t = tables[d]
+        im = ax.imshow(np.ma.masked_invalid(t.to_numpy(dtype=float)), cmap=cmap, vmin=-lim, vmax=lim, aspect="auto")
+        ax.set_xticks(range(len(t.columns)))
+        ax.set_xticklabels([str(c)[:22] for c in t.columns], rotation=70, ha="right", fontsize=7)
+        ax.set_yticks(range(len(t.index)))
+        ax.set_yticklabels(list(t.index), fontsize=7)
+        ax.set_title(d)
+    fig.colorbar(im, ax=axes[0].tolist(), label="mean z-score", shrink=0.8)
+    fig.suptitle("Mean 5D-CP z-score per model x domain (blue below, red above the global mean; grey: no trace)",
+                 fontsize=9, y=1.06)
+    _save(fig, outputs, provenance)
+
+
+def dunn_heatmap(dunn: pd.DataFrame, outputs: Sequence[str], provenance: str = "") -> None:
+    """Model pairs x targets: -log10 of the Bonferroni-adjusted Dunn p, with *** / ** / * / ns overlaid."""
+    from .posthoc import significance_stars
+
+    plt = _plt()
+    if dunn.empty:
+        return _empty(outputs, "Dunn post-hoc tests", "fewer than two models", provenance)
+    d = dunn.assign(pair=dunn["group_a"].astype(str) + " vs " + dunn["group_b"].astype(str))
+    targets = [t for t in list(METRIC_NAMES) + list(DIMENSIONS) if t in set(d["target"])]
+    mat = d.pivot_table(index="pair", columns="target", values="p_adj").reindex(columns=targets)
+    logp = -np.log10(np.clip(mat.to_numpy(dtype=float), 1e-300, 1.0))
+    fig, ax = plt.subplots(figsize=(1.5 + 0.45 * len(targets), 1.2 + 0.32 * len(mat)))
+    im = ax.imshow(np.minimum(logp, 10), cmap="viridis", vmin=0, vmax=10, aspect="auto")
+    for i in range(mat.shape[0]):
+        for j in range(mat.shape[1]):
+            p = mat.iat[i, j]
+            ax.text(j, i, significance_stars(p), ha="center", va="center", fontsize=6,
+                    color="black" if np.minimum(logp[i, j], 10) > 6 else "white")
+    ax.set_xticks(range(len(targets)))
+    ax.set_xticklabels(targets, rotation=60, ha="right")
+    ax.set_yticks(range(len(mat)))
+    ax.set_yticklabels(list(mat.index), fontsize=7)
+    fig.colorbar(im, ax=ax, label="-log10 p (Bonferroni), capped at 10")
+    ax.set_title("Dunn post-hoc tests between models (*** p<0.001, ** p<0.01, * p<0.05)")
+    _save(fig, outputs, provenance)
+
+
+def correlation_heatmap(spearman: pd.DataFrame, outputs: Sequence[str], provenance: str = "") -> None:
+    """19 x 19 Spearman rho heatmap in Ward order, with the dendrogram above it."""
+    from scipy.cluster.hierarchy import dendrogram
+
+    from .correlation import matrix_from_table, ward_linkage
+
+    plt = _plt()
+    if spearman.empty:
+        return _empty(outputs, "Spearman correlation of the metrics", "no traces", provenance)
+    raw = matrix_from_table(spearman, ordered=False)
+    mat = matrix_from_table(spearman, ordered=True)
+    fig = plt.figure(figsize=(7.5, 8.2))
+    ax_d = fig.add_axes([0.12, 0.80, 0.70, 0.12])
+    ax = fig.add_axes([0.12, 0.10, 0.70, 0.70])
+    ax_c = fig.add_axes([0.84, 0.10, 0.025, 0.70])
+    if len(raw) >= 3:
+        dendrogram(ward_linkage(raw), ax=ax_d, labels=list(raw.columns), no_labels=True,
+                   color_threshold=0, above_threshold_color="black")
+        ax_d.set_xlim(0, 10 * len(raw))
+    ax_d.axis("off")
+    im = ax.imshow(mat.to_numpy(dtype=float), cmap="RdBu_r", vmin=-1, vmax=1, aspect="auto")
+    for i in range(len(mat)):
+        for j in range(len(mat)):
+            v = mat.iat[i, j]
+            if np.isfinite(v) and i != j:
+                ax.text(j, i, "0" if abs(v) < 0.05 else f"{v:.1f}".replace("0.", "."), ha="center", va="center", fontsize=5.5,
+                        color="white" if abs(v) > 0.6 else "black")
+    ax.set_xticks(range(len(mat)))
+    ax.set_xticklabels(list(mat.columns), rotation=90)
+    ax.set_yticks(range(len(mat)))
+    ax.set_yticklabels(list(mat.index))
+    fig.colorbar(im, cax=ax_c, label="Spearman rho")
+    ax_d.set_title("Spearman rho between the 19 metrics (Ward clustering on 1 - rho)")
+    _save(fig, outputs, provenance)
+
+
+def cycle_distributions(cycles: pd.DataFrame, summary: pd.DataFrame, outputs: Sequence[str], cap: int,
+                        provenance: str = "") -> None:
+    """Cycle counts per trace (log), prevalence per model and subgraph, and the cycle-length distribution."""
+    from .cycles import _sum_counts
+
+    plt = _plt()
+    full = cycles[cycles["subgraph"] == "full"] if not cycles.empty else cycles
+    if full.empty:
+        return _empty(outputs, "Directed cycles", "no analysed graphs", provenance)
+    fig, axes = plt.subplots(1, 3, figsize=(12, 3.6))
+    counts = full["n_cycles"].to_numpy(dtype=float)
+    bins = np.unique(np.concatenate([[0], np.logspace(0, np.log10(max(counts.max(), 1) + 1), 25)]).round())
+    axes[0].hist(counts + 0.5, bins=bins + 0.5, color="#0072B2", edgecolor="black", lw=0.3)
+    axes[0].set_xscale("log")
+    med = float(np.median(counts))
+    axes[0].axvline(med + 0.5, color="black", ls="--", lw=0.8)
+    axes[0].set_title(f"Cycles per trace (median {med:g}; cap {cap:,}, {int(full['capped'].sum())} capped)")
+    axes[0].set_xlabel("simple cycles + 0.5 (log)")
+    axes[0].set_ylabel("traces")
+    models = summary[summary["model"] != "(all)"]
+    subs = [s for s in ("full", "seq+synt", "elab+back") if s in set(models["subgraph"])]
+    names = sorted(models["model"].unique())
+    x = np.arange(len(names))
+    width = 0.8 / max(len(subs), 1)
+    hatches = {"full": "", "seq+synt": "///", "elab+back": "..."}
+    for j, s in enumerate(subs):
+        vals = models[models["subgraph"] == s].set_index("model").reindex(names)["prevalence"].to_numpy(dtype=float)
+        axes[1].bar(x + (j - (len(subs) - 1) / 2) * width, vals, width, color=OKABE_ITO[j + 1], hatch=hatches[s],
+                    edgecolor="black", lw=0.3, label=s)
+    overall = summary[(summary["model"] == "(all)") & (summary["subgraph"] == "full")]["prevalence"]
+    if len(overall):
+        axes[1].axhline(float(overall.iloc[0]), color="black", ls="--", lw=0.8)
+    axes[1].set_xticks(x)
+    axes[1].set_xticklabels(short_labels(names), rotation=45, ha="right", fontsize=7)
+    axes[1].set_ylim(0, 1.05)
+    axes[1].set_ylabel("share of traces with >= 1 cycle")
+    axes[1].set_title("Prevalence per model and subgraph")
+    axes[1].legend(fontsize=7)
+    hist = _sum_counts(full["length_counts"])
+    if hist.sum():
+        lengths = np.arange(len(hist))
+        axes[2].bar(lengths[1:], hist[1:], color="#009E73", edgecolor="black", lw=0.3)
+        axes[2].set_yscale("log")
+    axes[2].set_xlabel("cycle length (nodes)")
+    axes[2].set_ylabel("cycles")
+    axes[2].set_title("Cycle lengths (full graph)")
+    fig.tight_layout()
+    _save(fig, outputs, provenance)
+
+
+def cv_heatmap(cv: pd.DataFrame, outputs: Sequence[str], provenance: str = "") -> None:
+    """Models x metrics: mean run-to-run coefficient of variation (log(1 + CV) colour scale)."""
+    plt = _plt()
+    if cv.empty:
+        return _empty(outputs, "Run-to-run coefficient of variation",
+                      "no model answered a question in two or more runs: no run-to-run CV", provenance)
+    mat = cv.pivot_table(index="model", columns="metric", values="cv").reindex(
+        columns=[m for m in METRIC_NAMES if m in set(cv["metric"])])
+    fig, ax = plt.subplots(figsize=(10, 1.3 + 0.4 * len(mat)))
+    im = ax.imshow(np.log1p(mat.to_numpy(dtype=float)), cmap="cividis", aspect="auto")
+    for i in range(mat.shape[0]):
+        for j in range(mat.shape[1]):
+            v = mat.iat[i, j]
+            if np.isfinite(v):
+                ax.text(j, i, f"{v:.2f}", ha="center", va="center", fontsize=6,
+                        color="black" if np.log1p(v) > np.nanmean(np.log1p(mat.to_numpy(dtype=float))) else "white")
+    ax.set_xticks(range(mat.shape[1]))
+    ax.set_xticklabels(list(mat.columns), rotation=60, ha="right")
+    ax.set_yticks(range(len(mat)))
+    ax.set_yticklabels(list(mat.index))
+    fig.colorbar(im, ax=ax, label="log(1 + CV)")
+    ax.set_title("Mean run-to-run coefficient of variation per model and metric")
+    _save(fig, outputs, provenance)
+
+
+def cosine_heatmap(cosine: pd.DataFrame, outputs: Sequence[str], provenance: str = "") -> None:
+    """Models x models: cosine similarity of their mean 5D-CP vectors, annotated."""
+    plt = _plt()
+    if cosine.empty:
+        return _empty(outputs, "Cosine similarity of model profiles", "no models", provenance)
+    mat = cosine.pivot(index="model_a", columns="model_b", values="cosine")
+    fig, ax = plt.subplots(figsize=(1.8 + 0.7 * len(mat), 1.2 + 0.6 * len(mat)))
+    im = ax.imshow(mat.to_numpy(dtype=float), cmap="RdBu_r", vmin=-1, vmax=1)
+    for i in range(len(mat)):
+        for j in range(len(mat)):
+            v = mat.iat[i, j]
+            ax.text(j, i, f"{v:+.2f}", ha="center", va="center", fontsize=7, color="white" if abs(v) > 0.6 else "black")
+    ax.set_xticks(range(len(mat)))
+    ax.set_xticklabels(list(mat.columns), rotation=45, ha="right")
+    ax.set_yticks(range(len(mat)))
+    ax.set_yticklabels(list(mat.index))
+    fig.colorbar(im, ax=ax, label="cosine")
+    ax.set_title("Cosine similarity between model mean 5D-CP vectors")
+    _save(fig, outputs, provenance)
+
+
+def length_confound_bars(confound: pd.DataFrame, outputs: Sequence[str], provenance: str = "") -> None:
+    """Spearman rho of each metric with trace length (AT), lines at |rho| = 0.5 (paper Figure 18)."""
+    plt = _plt()
+    if confound.empty:
+        return _empty(outputs, "Length confound", "no traces", provenance)
+    c = confound.sort_values("rho", ascending=False, na_position="last")
+    fig, ax = plt.subplots(figsize=(7, 3.4))
+    colours = [DIMENSION_COLOURS.get(DIMENSION_OF.get(m, ""), "#777777") for m in c["metric"]]
+    ax.bar(range(len(c)), c["rho"].fillna(0), color=colours, edgecolor="black", lw=0.4)
+    for y in (0.5, -0.5):
+        ax.axhline(y, color="black", ls="--", lw=0.8)
+    ax.axhline(0, color="black", lw=0.5)
+    ax.set_xticks(range(len(c)))
+    ax.set_xticklabels(list(c["metric"]), rotation=60, ha="right")
+    ax.set_ylim(-1, 1)
+    ax.set_ylabel("Spearman rho with AT (tokens)")
+    ax.set_title("Length confound: each metric vs trace length")
+    handles = [plt.Rectangle((0, 0), 1, 1, color=col, ec="black", lw=0.4) for col in DIMENSION_COLOURS.values()]
+    ax.legend(handles, list(DIMENSION_COLOURS), fontsize=7, ncol=5, loc="lower left")
+    _save(fig, outputs, provenance)

@@ -1,0 +1,252 @@
+"""What each ``stats`` rule does: read the study tables (or unit files), run one analysis, write its Parquet
+table(s) with a provenance block (version, code hash, parameters, sha256 of every input, and the
+provenance of the table it was computed from). The rule scripts in ``workflow/scripts/stats_*.py`` only
+call these.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+import pandas as pd
+
+from ..metrics import DIMENSIONS, METRIC_NAMES
+from ..outputs import provenance, read_table_metadata, write_table
+
+COMMON = ["outputs", "profile", "metrics", "stats.stages"]
+MODULES: dict[str, list[str]] = {
+    "kruskal": COMMON + ["stats.discriminability"],
+    "dunn": COMMON + ["stats.posthoc"],
+    "spearman": COMMON + ["stats.correlation"],
+    "stability": COMMON + ["stats.stability"],
+    "cycles": COMMON + ["stats.cycles", "stages.unitfiles"],
+    "confound": COMMON + ["stats.confound", "stats.discriminability"],
+    "ablation": COMMON + ["stats.ablation", "pipeline", "segmentation", "texttiling", "graph", "encoder",
+                          "lexicon", "text", "traces", "stages.unitfiles"],
+    "sensitivity": COMMON + ["stats.sensitivity", "pipeline", "segmentation", "texttiling", "graph", "encoder",
+                             "lexicon", "text", "traces", "stages.unitfiles"],
+    "robustness": COMMON + ["stats.robustness"],
+    "figures": COMMON + ["stats.figures", "stats.correlation", "stats.posthoc", "stats.cycles"],
+    "agreement": COMMON + ["stats.agreement", "pipeline", "segmentation", "texttiling", "encoder", "lexicon",
+                           "text", "traces"],
+    "pages": COMMON + ["stages.tables"],
+}
+
+
+def _prov(kind: str, params: dict[str, Any], inputs: Sequence[str], source: str | None = None) -> dict[str, Any]:
+    extra = {"source_provenance": read_table_metadata(source)} if source else {}
+    return provenance(MODULES[kind], params, list(inputs), **extra)
+
+
+def _trace_level(profiles_path: str) -> pd.DataFrame:
+    profiles = pd.read_parquet(profiles_path)
+    return profiles[profiles["level"] == "trace"].reset_index(drop=True) if "level" in profiles else profiles
+
+
+def kruskal_stage(metrics_path: str, profiles_path: str, out_kruskal: str, out_ratio: str,
+                  groupings: Sequence[str]) -> pd.DataFrame:
+    """``kruskal.parquet`` (19 metrics + 5 dimensions x groupings) and ``model_vs_domain.parquet``."""
+    from .discriminability import kruskal_table, model_over_domain
+
+    metrics, traces = pd.read_parquet(metrics_path), _trace_level(profiles_path)
+    table = pd.concat([kruskal_table(metrics, METRIC_NAMES, groupings, "metric"),
+                       kruskal_table(traces, list(DIMENSIONS), groupings, "dimension")], ignore_index=True)
+    prov = _prov("kruskal", {"groupings": list(groupings)}, [metrics_path, profiles_path], metrics_path)
+    write_table(out_kruskal, table, prov)
+    write_table(out_ratio, model_over_domain(table), prov)
+    return table
+
+
+def dunn_stage(metrics_path: str, profiles_path: str, out: str, grouping: str = "model") -> pd.DataFrame:
+    """``dunn.parquet``: Bonferroni-adjusted Dunn p per model pair, for every metric and dimension."""
+    from .posthoc import dunn_table
+
+    metrics, traces = pd.read_parquet(metrics_path), _trace_level(profiles_path)
+    table = pd.concat([dunn_table(metrics, METRIC_NAMES, grouping), dunn_table(traces, list(DIMENSIONS), grouping)],
+                      ignore_index=True)
+    write_table(out, table, _prov("dunn", {"grouping": grouping, "p_adjust": "bonferroni"},
+                                  [metrics_path, profiles_path], metrics_path))
+    return table
+
+
+def spearman_stage(metrics_path: str, out: str) -> pd.DataFrame:
+    """``spearman.parquet``: rho and p of every pair of the 19 metrics, with Ward positions."""
+    from .correlation import spearman_table
+
+    table = spearman_table(pd.read_parquet(metrics_path), METRIC_NAMES)
+    write_table(out, table, _prov("spearman", {"clustering": "ward on 1 - rho"}, [metrics_path], metrics_path))
+    return table
+
+
+def stability_stage(metrics_path: str, profiles_path: str, out_cv: str, out_cosine: str) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """``cv.parquet`` (run-to-run CV per model x metric) and ``cosine.parquet`` (model 5D-CP cosines)."""
+    from .stability import cosine_table, run_cv
+
+    metrics = pd.read_parquet(metrics_path)
+    profiles = pd.read_parquet(profiles_path)
+    models = profiles[profiles["level"] == "model"] if "level" in profiles else profiles
+    cv = run_cv(metrics, METRIC_NAMES)
+    cos = cosine_table(models, list(DIMENSIONS))
+    write_table(out_cv, cv, _prov("stability", {"sd": "sample (ddof=1)"}, [metrics_path], metrics_path))
+    write_table(out_cosine, cos, _prov("stability", {}, [profiles_path], profiles_path))
+    return cv, cos
+
+
+def cycles_stage(graph_paths: Sequence[str], cap: int, out_cycles: str, out_summary: str) -> pd.DataFrame:
+    """``cycles.parquet`` (per trace and subgraph) and ``cycles_summary.parquet`` (per model and subgraph)."""
+    from ..stages.unitfiles import read_unit
+    from .cycles import CYCLE_COLUMNS, cycle_summary, graph_cycle_rows
+
+    rows = []
+    for path in graph_paths:
+        doc = read_unit(path)
+        if doc.get("status") != "ok" or not doc.get("graph"):
+            continue
+        unit = doc["unit"]
+        ids = {**unit, **(doc.get("ids") or {}),  # ids as the input states them, as in the metrics table
+               "trace_id": "/".join(unit[k] for k in ("model", "question_set", "question_id", "run"))}
+        rows.extend(graph_cycle_rows(doc["graph"], ids, cap))
+    table = pd.DataFrame(rows, columns=CYCLE_COLUMNS)
+    prov = _prov("cycles", {"cycle_cap": cap}, graph_paths)
+    write_table(out_cycles, table, prov)
+    write_table(out_summary, cycle_summary(table), prov)
+    return table
+
+
+def confound_stage(metrics_path: str, out_confound: str, out_excluded: str, groupings: Sequence[str],
+                   dimensions=None) -> pd.DataFrame:
+    """``length_confound.parquet`` (rho with length) and ``length_excluded.parquet`` (epsilon^2 changes)."""
+    from .confound import length_correlations, length_excluded_effects
+
+    metrics = pd.read_parquet(metrics_path)
+    rho = length_correlations(metrics)
+    prov = _prov("confound", {"length": "AT", "excluded": ["AT", "ATU", "TPI"], "groupings": list(groupings),
+                              "dimensions": dimensions}, [metrics_path], metrics_path)
+    write_table(out_confound, rho, prov)
+    write_table(out_excluded, length_excluded_effects(metrics, groupings, dimensions=dimensions), prov)
+    return rho
+
+
+def read_traces(trace_paths: Sequence[str]):
+    """The analysed units' traces (status ``ok``) as :class:`~thinkprobe.traces.Trace`, id = unit path."""
+    from ..stages.unitfiles import read_unit
+    from ..traces import Trace
+
+    out = []
+    for path in trace_paths:
+        doc = read_unit(path)
+        if doc.get("status") != "ok" or not doc.get("trace"):
+            continue
+        unit = doc["unit"]
+        ids = {**unit, **(doc.get("ids") or {})}
+        out.append(Trace("/".join(unit[k] for k in ("model", "question_set", "question_id", "run")),
+                         doc["trace"]["text"], model=str(ids["model"]), question_id=str(ids["question_id"]),
+                         run=str(ids["run"]), domain=str(ids.get("domain", "")), source=str(ids.get("source", path))))
+    return out
+
+
+def ablation_stage(trace_paths: Sequence[str], analysis: dict[str, Any], n: int, seed: int, out: str) -> pd.DataFrame:
+    """``ablation.parquet``: mean metrics of ``n`` sampled traces under the stages l1, l3, l4, full."""
+    from ..encoder import load_encoder
+    from ..params import Params
+    from .ablation import ablation_table, sample_traces
+
+    params = Params.from_dict(analysis)
+    traces = sample_traces(read_traces(trace_paths), n, seed)
+    encoder = load_encoder(params.encoder)
+    table = ablation_table(traces, params, encoder)
+    write_table(out, table, _prov("ablation", {"analysis": analysis, "n": n, "seed": seed,
+                                               "traces": [t.trace_id for t in traces],
+                                               "encoder": encoder.encoder_id}, trace_paths))
+    return table
+
+
+def sensitivity_stage(trace_paths: Sequence[str], metrics_path: str, analysis: dict[str, Any], encoder_spec: str,
+                      out: str, out_metrics: str) -> pd.DataFrame:
+    """Re-extract every analysed trace under the second encoder (``metrics_encoder2.parquet``) and compare
+    model rankings with the study's metrics table (``encoder_sensitivity.parquet``)."""
+    from ..params import Params
+    from ..pipeline import analyze
+    from .sensitivity import load_second_encoder, rank_stability
+
+    params = Params.from_dict(analysis)
+    traces = read_traces(trace_paths)
+    encoder = load_second_encoder(encoder_spec)
+    rows = []
+    for res in analyze(traces, params, encoder):
+        if res.metrics:
+            t = res.trace
+            rows.append({"trace_id": t.trace_id, "model": t.model, "question_id": t.question_id, "run": t.run,
+                         "domain": t.domain, **res.metrics})
+    second = pd.DataFrame(rows, columns=["trace_id", "model", "question_id", "run", "domain", *METRIC_NAMES])
+    first = pd.read_parquet(metrics_path).set_index("trace_id")
+    for col in ("model", "question_id", "run", "domain"):  # the ids exactly as the study table states them
+        if col in first.columns:
+            second[col] = second["trace_id"].map(first[col]).fillna(second[col])
+    prov = _prov("sensitivity", {"analysis": analysis, "second_encoder": encoder_spec,
+                                 "encoder_id": encoder.encoder_id}, [*trace_paths, metrics_path], metrics_path)
+    write_table(out_metrics, second, prov)
+    table = rank_stability(first.reset_index(), second, dimensions=(analysis.get("profile") or {}).get("dimensions"))
+    write_table(out, table, prov)
+    return table
+
+
+def robustness_stage(metrics_path: str, out: str, dimensions=None) -> pd.DataFrame:
+    """``aggregation_robustness.parquet``: equal-weight vs PCA-weighted model rankings per dimension."""
+    from .robustness import aggregation_robustness
+
+    table = aggregation_robustness(pd.read_parquet(metrics_path), dimensions=dimensions)
+    write_table(out, table, _prov("robustness", {"weights": "PC1 of the dimension's z-scores",
+                                                 "dimensions": dimensions}, [metrics_path], metrics_path))
+    return table
+
+
+def agreement_stage(corpus_files: Sequence[str], analysis: dict[str, Any], tolerance: int, out: str) -> pd.DataFrame:
+    """``agreement.parquet``: thinkprobe's TUs vs the LLM step labels of steering-thinking-llms files
+    (:func:`thinkprobe.stats.agreement.agreement_table`)."""
+    from ..params import Params
+    from .agreement import agreement_table
+
+    table = agreement_table(list(corpus_files), Params.from_dict(analysis), tolerance=tolerance)
+    write_table(out, table, _prov("agreement", {"analysis": analysis, "tolerance": tolerance}, corpus_files))
+    return table
+
+
+def table_pages(tables: dict[str, str], titles: dict[str, str], outputs: dict[str, str]) -> None:
+    """One HTML page (table + provenance) per statistics table, for the Snakemake report."""
+    from ..stages.tables import html_table
+
+    for name, path in tables.items():
+        html_table(path, outputs[name], titles.get(name, name))
+
+
+def draw(figure: str, inputs: dict[str, str], outputs: Sequence[str], params: dict[str, Any], code: str) -> None:
+    """Draw one statistics figure (PNG and PDF) from its input tables, with a provenance footer."""
+    from .. import __version__
+    from ..outputs import sha256_file
+    from . import figures as fig
+
+    footer = f"thinkprobe {__version__} | code {code[:12]} | " + "; ".join(
+        f"{p} sha256 {sha256_file(p)[:16]}" for p in inputs.values())
+    read = {k: pd.read_parquet(v) for k, v in inputs.items()}
+    outs = list(outputs)
+    if figure == "radar":
+        fig.radar_per_model(read["profiles"], outs, footer)
+    elif figure == "effects":
+        fig.effect_sizes(read["kruskal"], outs, params["effect_small"], params["effect_large"], footer)
+    elif figure == "model_domain":
+        fig.model_domain_heatmaps(read["profiles"], outs, footer)
+    elif figure == "dunn":
+        fig.dunn_heatmap(read["dunn"], outs, footer)
+    elif figure == "spearman":
+        fig.correlation_heatmap(read["spearman"], outs, footer)
+    elif figure == "cycles":
+        fig.cycle_distributions(read["cycles"], read["summary"], outs, params["cycle_cap"], footer)
+    elif figure == "cv":
+        fig.cv_heatmap(read["cv"], outs, footer)
+    elif figure == "cosine":
+        fig.cosine_heatmap(read["cosine"], outs, footer)
+    elif figure == "length":
+        fig.length_confound_bars(read["confound"], outs, footer)
+    else:
+        raise ValueError(f"unknown statistics figure {figure!r}")

@@ -1,0 +1,11 @@
+"""Rule stats_ablation: mean metrics of a fixed sample of traces under the four cumulative pipeline stages."""
+
+import sys
+
+with open(snakemake.log[0], "w") as log:
+    sys.stderr = log
+    from thinkprobe.stats.stages import ablation_stage
+
+    table = ablation_stage(list(snakemake.input), snakemake.params.analysis, snakemake.params.n,
+                           snakemake.params.seed, snakemake.output[0])
+    print(f"stats_ablation: {table[['stage', 'n_traces']].to_dict('records')}", file=log)

@@ -1,0 +1,11 @@
+"""Rule stats_confound: Spearman of each metric with trace length; the length-excluded profile's epsilon^2."""
+
+import sys
+
+with open(snakemake.log[0], "w") as log:
+    sys.stderr = log
+    from thinkprobe.stats.stages import confound_stage
+
+    table = confound_stage(snakemake.input[0], snakemake.output.confound, snakemake.output.excluded,
+                           snakemake.params.groupings, snakemake.params.dimensions)
+    print(f"stats_confound: {len(table)} metric(s)", file=log)

@@ -1,0 +1,11 @@
+"""Rules stats_fig_*: one statistics figure (PNG and PDF) with a provenance footer."""
+
+import sys
+
+with open(snakemake.log[0], "w") as log:
+    sys.stderr = log
+    from thinkprobe.stats.stages import draw
+
+    draw(snakemake.params.figure, dict(snakemake.input), list(snakemake.output), dict(snakemake.params.options),
+         snakemake.params.code)
+    print(f"{snakemake.rule}: {list(snakemake.output)}", file=log)

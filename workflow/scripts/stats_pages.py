@@ -1,0 +1,10 @@
+"""Rule stats_pages: an HTML page (table + provenance) per statistics table, for the report."""
+
+import sys
+
+with open(snakemake.log[0], "w") as log:
+    sys.stderr = log
+    from thinkprobe.stats.stages import table_pages
+
+    table_pages(dict(snakemake.input), snakemake.params.titles, dict(snakemake.output))
+    print(f"stats_pages: {len(snakemake.output)} page(s)", file=log)

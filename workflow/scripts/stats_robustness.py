@@ -1,0 +1,10 @@
+"""Rule stats_robustness: model rankings per dimension under equal-weight vs PCA-weighted aggregation."""
+
+import sys
+
+with open(snakemake.log[0], "w") as log:
+    sys.stderr = log
+    from thinkprobe.stats.stages import robustness_stage
+
+    table = robustness_stage(snakemake.input[0], snakemake.output[0], snakemake.params.dimensions)
+    print(f"stats_robustness: {len(table)} dimension(s)", file=log)

@@ -1,0 +1,10 @@
+"""Rule stats_spearman: Spearman matrix of the 19 metrics with the Ward clustering order."""
+
+import sys
+
+with open(snakemake.log[0], "w") as log:
+    sys.stderr = log
+    from thinkprobe.stats.stages import spearman_stage
+
+    table = spearman_stage(snakemake.input[0], snakemake.output[0])
+    print(f"stats_spearman: {len(table)} pair(s)", file=log)

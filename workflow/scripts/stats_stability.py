@@ -1,0 +1,11 @@
+"""Rule stats_stability: run-to-run CV per model x metric and cosines between model 5D-CP vectors."""
+
+import sys
+
+with open(snakemake.log[0], "w") as log:
+    sys.stderr = log
+    from thinkprobe.stats.stages import stability_stage
+
+    cv, cos = stability_stage(snakemake.input.metrics, snakemake.input.profiles, snakemake.output.cv,
+                              snakemake.output.cosine)
+    print(f"stats_stability: {len(cv)} CV cell(s), {len(cos)} cosine(s)", file=log)
