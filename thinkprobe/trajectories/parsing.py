@@ -1,0 +1,350 @@
+"""Deterministic answer parsing: a final answer text -> a canonical discrete label (or the null label).
+
+The trajectory paper maps every generated answer to one label of a discrete answer space with a
+deterministic parser, plus a null category for invalid or missing answers (its App. A.1). It gives no
+parser; the rules below are ours. Each task has one parser; all return a *canonical label string* such
+that equivalent answers share a label, and a label parses to itself (``parse_answer(label, task) ==
+label``), so gold answers and continuation answers are compared as plain strings.
+
+``gsm8k``, ``svamp``
+    The answer is the number after the last answer anchor, in this priority: ``#### N``; ``\\boxed{N}``;
+    "the (final) answer is N", "Answer: N", "**Answer:** N" (last occurrence). Without an anchor (and
+    ``strict=False``) the last number of the text is taken, the usual "flexible extract" reading; with
+    ``strict=True`` the result is null. Normalisation: thousands separators, currency signs, units and
+    words after the number, a trailing ``%`` and a trailing period are dropped; the value is read exactly
+    (``fractions.Fraction``): ``18.00`` -> ``18``, ``-3.50`` -> ``-3.5``, ``1/2`` -> ``0.5``; a fraction
+    without a terminating decimal stays ``p/q`` in lowest terms (``2/3``).
+``arc``
+    The choice letter ``A``-``E`` after an anchor (``\\boxed{B}``, "the answer is (B)", "Answer: B",
+    "**Answer:** (C)", "option B", "correct choice is B"; the last one wins), else a one-line answer that
+    starts with a key (``B``, ``(B)``, ``B.``, ``B) text``; a multi-line text starting ``1.`` is a list, not
+    an answer). Digit keys ``1``-``5`` map to ``A``-``E`` (about 2% of ARC items
+    use digit keys). Without any of these the result is null: a bare capital A is too often the article.
+``math``
+    The content of the last ``\\boxed{...}`` (or ``\\fbox{...}``), braces nested to any depth; else the
+    expression after "the final answer is" / "the answer is" / "Answer:"; else the whole text when it is one
+    short line (<= 80 characters) without two consecutive words outside ``\\text{}`` (a bare answer such
+    as a raw gold ``\\frac{1}{2}`` or ``65 \\text{ tickets}``). The extracted LaTeX is parsed with
+    ``math-verify`` (``latex2sympy2``), which normalises ``\\frac12``, ``\\dfrac``, ``1/2``, ``0.5``,
+    ``\\left(``/``\\right)``, spaces, ``\\text{}`` units and ``\\$``. The sympy value is then made canonical:
+    ``x = v`` with a symbol on the left becomes ``v``; percentages and other unevaluated numbers are
+    evaluated; floats become exact rationals; the label is ``sympy.latex`` of the result, so ``\\frac12``,
+    ``1/2`` and ``0.5`` all give ``\\frac{1}{2}``. Symbolic expressions are not simplified beyond sympy's
+    automatic canonical ordering (``2+3x`` and ``3x+2`` share a label, ``(x+1)^2`` and ``x^2+2x+1`` do not:
+    MATH grades the requested form). Word answers (``\\text{Evelyn}``, ``\\text{June 20}``: letters and
+    digits with at least two consecutive letters, once normalised) and answers math-verify cannot parse
+    become a normalised string: whitespace, ``\\left``/``\\right``, ``\\!``, ``\\,``, ``\\text{}`` wrappers, ``$`` and
+    a trailing period removed; lower-cased.
+
+Parsing is deterministic: the same text always gives the same label. math-verify's per-expression timeout
+(5 s, only active in the main thread) could in principle turn a pathological expression into null on a
+slow machine; no MATH gold answer comes near it. Results are cached per (text, task).
+
+A continuation cut off by the token budget should be labelled null by the caller (it never stated its
+answer); the non-strict GSM8K/SVAMP fallback would otherwise read its last intermediate number.
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+from fractions import Fraction
+from functools import lru_cache
+
+TASKS = ("gsm8k", "svamp", "arc", "math")
+
+_NUMBER = r"[-+−]?\s*(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?(?:\s*/\s*\d+(?:\.\d+)?)?|[-+−]?\.\d+"
+_NUMBER_RE = re.compile(_NUMBER)
+_ANSWER_ANCHORS = [
+    r"####\s*",
+    r"\banswer\s*(?:is\b\s*:?|=|:)\s*(?:\*\*)?\s*(?:\\\(|\$)?\s*",
+    r"\*\*\s*(?:final\s+)?answer\s*:?\s*\*\*\s*:?\s*",
+]
+
+
+def parse_answer(text: str | None, task: str, *, strict: bool = False) -> str | None:
+    """Parse a generated answer into the canonical label of ``task`` (None = the null label).
+
+    Parameters
+    ----------
+    text : str or None
+        The generated text (a continuation, a trace's answer part, or a gold answer).
+    task : {"gsm8k", "svamp", "arc", "math"}
+    strict : bool
+        GSM8K/SVAMP only: require an answer anchor (no last-number fallback).
+
+    Returns
+    -------
+    str or None
+        The canonical label; None when no valid answer is found.
+
+    Raises
+    ------
+    ValueError
+        For an unknown task.
+
+    Examples
+    --------
+    >>> parse_answer("so she makes $18.\\n#### 18", "gsm8k")
+    '18'
+    >>> parse_answer("The answer is 1,250 dollars.", "svamp")
+    '1250'
+    >>> parse_answer("Therefore the answer is (B).", "arc")
+    'B'
+    >>> parse_answer("so $x = \\\\boxed{\\\\dfrac12}$", "math") == parse_answer("0.5", "math") == "\\\\frac{1}{2}"
+    True
+    """
+    if task not in TASKS:
+        raise ValueError(f"unknown task {task!r}: expected one of {', '.join(TASKS)}")
+    if text is None:
+        return None
+    if not isinstance(text, str):
+        text = str(text)
+    return _parse_cached(text, task, strict)
+
+
+@lru_cache(maxsize=8192)
+def _parse_cached(text: str, task: str, strict: bool) -> str | None:
+    if task in ("gsm8k", "svamp"):
+        return parse_number_answer(text, strict=strict)
+    if task == "arc":
+        return parse_choice_answer(text)
+    return parse_math_answer(text)
+
+
+# ---------------------------------------------------------------- numbers (GSM8K, SVAMP)
+
+def canonical_number(token: str) -> str | None:
+    """Canonical label of a numeric token: exact value, integer or terminating decimal, else ``p/q``.
+
+    >>> [canonical_number(t) for t in ["1,000", "18.00", "-3.50", "1/2", "2/4", "4/6", "$7", ".5"]]
+    ['1000', '18', '-3.5', '0.5', '0.5', '2/3', '7', '0.5']
+    """
+    s = token.replace("−", "-").replace(",", "").replace("$", "").replace(" ", "")
+    s = s.rstrip(".")
+    try:
+        if "/" in s:
+            num, den = s.split("/", 1)
+            value = Fraction(num) / Fraction(den)
+        else:
+            value = Fraction(s)
+    except (ValueError, ZeroDivisionError):
+        return None
+    return _format_fraction(value)
+
+
+def _format_fraction(value: Fraction) -> str:
+    if value.denominator == 1:
+        return str(value.numerator)
+    den = value.denominator
+    for p in (2, 5):
+        while den % p == 0:
+            den //= p
+    if den != 1:
+        return f"{value.numerator}/{value.denominator}"
+    sign = "-" if value < 0 else ""
+    value = abs(value)
+    whole, rest = divmod(value.numerator, value.denominator)
+    digits = []
+    while rest:
+        rest *= 10
+        d, rest = divmod(rest, value.denominator)
+        digits.append(str(d))
+    return f"{sign}{whole}." + "".join(digits)
+
+
+def _first_number(fragment: str) -> str | None:
+    fragment = fragment.replace("\\$", "$").replace("\\!", "").replace("{,}", ",")
+    frac = re.match(r"\s*[$(]*\s*(-?)\s*\\d?frac\{(\d+)\}\{(\d+)\}", fragment)
+    if frac:
+        return canonical_number(f"{frac.group(1)}{frac.group(2)}/{frac.group(3)}")
+    m = re.match(r"[\s$*(\\:]*(?:[A-Za-z]\s*=\s*)?\$?\s*(" + _NUMBER + ")", fragment)
+    if m is None:
+        return None
+    return canonical_number(m.group(1))
+
+
+def parse_number_answer(text: str, *, strict: bool = False) -> str | None:
+    """The final number of a GSM8K/SVAMP answer, canonical (see the module docstring)."""
+    hashes = list(re.finditer(r"####\s*", text))
+    if hashes:
+        value = _first_number(text[hashes[-1].end():])
+        if value is not None:
+            return value
+    boxed = last_boxed(text)
+    if boxed is not None:
+        value = _first_number(boxed)
+        if value is not None:
+            return value
+    candidates = []
+    for pattern in _ANSWER_ANCHORS[1:]:
+        for m in re.finditer(pattern, text, flags=re.IGNORECASE):
+            value = _first_number(text[m.end():m.end() + 80])
+            if value is not None:
+                candidates.append((m.start(), value))
+    if candidates:
+        return max(candidates)[1]
+    if strict:
+        return None
+    numbers = [m.group(0) for m in _NUMBER_RE.finditer(text.replace("\\$", "$"))]
+    for token in reversed(numbers):
+        value = canonical_number(token)
+        if value is not None:
+            return value
+    return None
+
+
+# ---------------------------------------------------------------- ARC choice letters
+
+_KEY = r"\(?\s*\**\s*([A-Ea-e1-5])\s*\**\s*\)?"
+_DIGIT_KEYS = {"1": "A", "2": "B", "3": "C", "4": "D", "5": "E"}
+_ARC_ANCHORS = [
+    re.compile(r"\\boxed\{\s*(?:\\text\{\s*)?\(?([A-Ea-e1-5])\)?\s*\}?"),
+    re.compile(r"\b(?:answer|correct\s+(?:choice|option))\s*"
+               r"(?:is\b\s*:?|would\s+be|should\s+be|=|:)\s*(?:\*\*)?\s*(?:option|choice)?\s*" + _KEY
+               + r"(?![A-Za-z0-9])", re.IGNORECASE),
+    re.compile(r"\*\*\s*(?:final\s+)?answer\s*:?\s*\*\*\s*:?\s*(?:option|choice)?\s*" + _KEY
+               + r"(?![A-Za-z0-9])", re.IGNORECASE),
+    re.compile(r"(?:option|choice)\s+" + _KEY + r"\s+is\s+(?:the\s+)?correct", re.IGNORECASE),
+]
+
+
+def _arc_key(key: str) -> str:
+    key = key.upper()
+    return _DIGIT_KEYS.get(key, key)
+
+
+def parse_choice_answer(text: str) -> str | None:
+    """The ARC choice letter (digits 1-5 mapped to A-E), or None (see the module docstring)."""
+    hits = []
+    for pattern in _ARC_ANCHORS:
+        for m in pattern.finditer(text):
+            key = m.group(1)
+            if key.islower() and not re.search(r"\(\s*" + key + r"\s*\)", m.group(0)):
+                continue
+            hits.append((m.start(), _arc_key(key)))
+    if hits:
+        return max(hits)[1]
+    stripped = text.strip()
+    if "\n" in stripped:
+        return None
+    whole = re.fullmatch(r"[\s*(\[]*([A-Ea-e1-5])\s*[).\]:*]*(?:\s+.*)?", stripped, flags=re.DOTALL)
+    if whole and (len(stripped) <= 3 or re.match(r"[\s*(\[]*[A-Ea-e1-5]\s*[).:\]]", stripped)):
+        return _arc_key(whole.group(1))
+    return None
+
+
+# ---------------------------------------------------------------- MATH (algebra track)
+
+def last_boxed(text: str) -> str | None:
+    """Content of the last ``\\boxed{...}`` or ``\\fbox{...}``, braces nested to any depth.
+
+    >>> last_boxed(r"so \\boxed{1} then \\boxed{\\frac{a}{\\sqrt{b}}}.")
+    '\\\\frac{a}{\\\\sqrt{b}}'
+    >>> last_boxed("no box") is None
+    True
+    """
+    starts = [m.end() for m in re.finditer(r"\\(?:boxed|fbox)\s*\{", text)]
+    for start in reversed(starts):
+        depth = 1
+        for i in range(start, len(text)):
+            ch = text[i]
+            if ch == "{":
+                depth += 1
+            elif ch == "}":
+                depth -= 1
+                if depth == 0:
+                    return text[start:i]
+    boxed_space = list(re.finditer(r"\\boxed\s+([^\s$]+)", text))
+    if boxed_space:
+        return boxed_space[-1].group(1)
+    return None
+
+
+_MATH_ANCHOR = re.compile(
+    r"(?:final\s+answer\s*(?:is)?|the\s+answer\s+is|\banswer\s*:|\*\*\s*answer\s*:?\s*\*\*\s*:?)\s*",
+    re.IGNORECASE)
+
+
+def _strip_latex_words(text: str) -> str:
+    text = re.sub(r"\\(?:text|textbf|textrm|mathrm|mbox|operatorname)\s*\{[^{}]*\}", " ", text)
+    return re.sub(r"\\[A-Za-z]+", " ", text)
+
+
+def extract_math_answer(text: str) -> str | None:
+    """The answer expression of a MATH solution: last boxed content, else the text after an anchor."""
+    boxed = last_boxed(text)
+    if boxed is not None:
+        return boxed
+    anchors = list(_MATH_ANCHOR.finditer(text))
+    if not anchors:
+        stripped = text.strip()
+        prose = re.search(r"(?<!\\)\b[A-Za-z]{2,}\s+[A-Za-z]{2,}\b", _strip_latex_words(stripped))
+        if stripped and "\n" not in stripped and len(stripped) <= 80 and not prose:
+            return stripped
+        return None
+    rest = text[anchors[-1].end():].strip()
+    math = re.match(r"\$\$?(.+?)\$\$?|\\\[(.+?)\\\]|\\\((.+?)\\\)", rest, flags=re.DOTALL)
+    if math:
+        return next(g for g in math.groups() if g is not None)
+    line = rest.split("\n", 1)[0].strip()
+    line = re.sub(r"\.\s*$", "", line)
+    return line or None
+
+
+def _normalise_string(answer: str) -> str:
+    s = answer
+    s = re.sub(r"\\(?:text|textbf|mathrm|mbox)\s*\{([^{}]*)\}", r"\1", s)
+    s = re.sub(r"\\(?:left|right)(?![a-zA-Z])", "", s)
+    s = s.replace("\\!", "").replace("\\,", "").replace("\\;", "").replace("$", "")
+    s = s.replace("\\dfrac", "\\frac").replace("\\tfrac", "\\frac")
+    s = re.sub(r"\s+", "", s)
+    s = s.rstrip(".")
+    return s.lower()
+
+
+_PARSE_LOCK = threading.Lock()
+
+
+def _sympy_label(answer: str) -> str | None:
+    import sympy
+    from math_verify import LatexExtractionConfig, parse
+
+    timeout = 5 if threading.current_thread() is threading.main_thread() else None
+    with _PARSE_LOCK:
+        parsed = parse("$" + answer + "$", extraction_config=[LatexExtractionConfig(boxed_match_priority=0)],
+                       parsing_timeout=timeout)
+    if not parsed or not isinstance(parsed[0], sympy.Basic):
+        return None
+    expr = parsed[0]
+    if isinstance(expr, sympy.Equality) and isinstance(expr.lhs, sympy.Symbol):
+        expr = expr.rhs
+    if isinstance(expr, sympy.Symbol) and len(expr.name) > 1:
+        return None
+    try:
+        expr = expr.doit()
+        floats = {f: sympy.Rational(str(f)) for f in expr.atoms(sympy.Float)}
+        if floats:
+            expr = expr.xreplace(floats)
+        if isinstance(expr, sympy.Expr) and not expr.free_symbols and not expr.is_number is False:
+            expr = sympy.nsimplify(expr, rational=True) if expr.atoms(sympy.Float) else expr
+        return sympy.latex(expr)
+    except Exception:  # noqa: BLE001 - an unprintable value falls back to the string label
+        return None
+
+
+def parse_math_answer(text: str) -> str | None:
+    """Canonical label of a MATH answer (see the module docstring)."""
+    answer = extract_math_answer(text)
+    if answer is None:
+        return None
+    answer = answer.strip().strip("$").strip()
+    if not answer:
+        return None
+    word = _normalise_string(answer)
+    if re.fullmatch(r"[a-z][a-z0-9]*", word) and re.search(r"[a-z]{2}", word):
+        return word
+    label = _sympy_label(answer)
+    if label is not None:
+        return label
+    return _normalise_string(answer) or None

@@ -1,0 +1,451 @@
+"""Continuation sampling from reasoning prefixes: N continuations per checkpoint, resumable.
+
+For every checkpoint j of a realized trace the prompt is ``prompt_ids + head + reasoning[:j]`` in the
+model's own token ids (plus the answer suffix under the forced-answer estimator), and N continuations are
+sampled with ``n=N`` in one request, so the prefill is computed once per prefix. The prefixes of a call
+are sent to the engine in ONE ``generate`` call, each trace's checkpoints together and in ascending order:
+with prefix caching on, every checkpoint reuses the cached KV blocks of its predecessor, so the prefill
+computed per trajectory is about K tokens (plus the prompt once), not the sum of all prefix lengths.
+The engine's ``cached_tokens`` is recorded per checkpoint; ``computed_prefill`` = prompt tokens - cached.
+
+Resumability: a sampling job works through its prefixes in calls of ``prefixes_per_call`` prefixes (a
+trace is never split across calls unless it alone has more) and, as soon as a call returns, writes one
+*part file* per trace of the call into the :class:`ContinuationStore`, atomically. A killed job rerun loads
+the parts and samples only what is missing: no finished checkpoint is redone. The store is keyed by trace
+and by the hash of the sampling configuration, so parts of another configuration are never mixed in.
+
+Continuations run "to the final answer or a token budget": they stop at the end-of-sequence token or
+after ``max_tokens``. The raw text of every continuation is kept (parsing is a separate, cheap step,
+:func:`label_document`, so a parser change never costs GPU time). Labelling reads:
+
+* full estimator, native reasoner: the text after ``</think>``; without ``</think>``, a continuation that
+  ended on its own (weak prompted models forget the tag) is parsed strictly (an anchored answer such as
+  "The answer is 12" only), one cut by the budget is null (it never finished its reasoning);
+* full estimator, chain of thought: the whole continuation; one cut by the budget (``length``) is parsed
+  strictly (an anchored answer only, else null), one that ended on its own non-strictly;
+* forced estimator: ``cue + text`` (see :mod:`thinkprobe.trajectories.forced`).
+
+Bad input never stops a job: a trace whose tokenizer differs, or without token ids, becomes an
+``excluded`` document naming the reason; a checkpoint whose prefix does not fit the context is recorded
+``skipped`` (no labels) and the others go on; an engine error for one prompt is recorded ``error``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Mapping, Sequence
+
+from .checkpoints import (Checkpoint, RealizedTrace, Reasoning, TraceError, check_tokenizer, checkpoints,
+                          engine_tokenizer_id, find_reasoning)
+from .forced import DEFAULT_ANSWER_CUES, forced_answer_text, forced_suffix_ids
+from .stopping import StoppingRule
+
+ESTIMATORS = ("full", "forced")
+MODULES = ["trajectories.checkpoints", "trajectories.forced", "trajectories.stopping", "trajectories.sampling",
+           "outputs"]
+
+
+@dataclass(frozen=True)
+class SamplingConfig:
+    """Everything that decides which continuations are sampled (the store is keyed by its hash)."""
+
+    n: int = 16
+    stride: int = 16
+    temperature: float = 0.6
+    top_p: float = 0.95
+    max_tokens: int = 512
+    seed: int | None = 0
+    estimator: str = "full"
+    forced_max_tokens: int = 16
+    answer_cues: Mapping[str, str] = field(default_factory=lambda: dict(DEFAULT_ANSWER_CUES))
+    max_reasoning_tokens: int = 0
+    stopping: StoppingRule | None = None
+
+    def __post_init__(self):
+        if self.estimator not in ESTIMATORS:
+            raise ValueError(f"estimator must be one of {ESTIMATORS}, got {self.estimator!r}")
+        if self.n < 1 or self.stride < 1 or self.max_tokens < 1 or self.forced_max_tokens < 1:
+            raise ValueError("n, stride, max_tokens and forced_max_tokens must be >= 1")
+
+    @classmethod
+    def from_config(cls, cfg: Mapping[str, Any]) -> "SamplingConfig":
+        """From the config's ``trajectories`` section (see config/schema.yaml)."""
+        s = cfg.get("sampling", {})
+        st = cfg.get("stopping", {})
+        rule = StoppingRule(st.get("min_n", 4), st.get("round_size", 4), st.get("alpha", 0.05),
+                            st.get("threshold", 0.5)) if st.get("enabled") else None
+        return cls(n=cfg.get("n", 16), stride=cfg.get("stride", 16), temperature=s.get("temperature", 0.6),
+                   top_p=s.get("top_p", 0.95), max_tokens=s.get("max_tokens", 512), seed=s.get("seed", 0),
+                   estimator=cfg.get("estimator", "full"),
+                   forced_max_tokens=cfg.get("forced", {}).get("max_tokens", 16),
+                   answer_cues={**DEFAULT_ANSWER_CUES, **dict(cfg.get("forced", {}).get("answer_cues") or {})},
+                   max_reasoning_tokens=cfg.get("max_reasoning_tokens", 0), stopping=rule)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"n": self.n, "stride": self.stride, "temperature": self.temperature, "top_p": self.top_p,
+                "max_tokens": self.max_tokens, "seed": self.seed, "estimator": self.estimator,
+                "forced_max_tokens": self.forced_max_tokens, "answer_cues": dict(sorted(self.answer_cues.items())),
+                "max_reasoning_tokens": self.max_reasoning_tokens,
+                "stopping": self.stopping.as_dict() if self.stopping else None}
+
+    def digest(self) -> str:
+        return hashlib.sha256(json.dumps(self.as_dict(), sort_keys=True).encode()).hexdigest()[:16]
+
+
+@dataclass
+class TracePlan:
+    """One trace's checkpoints and prompts, or the reason it is excluded."""
+
+    trace: RealizedTrace
+    reasoning: Reasoning | None = None
+    checkpoints: list[Checkpoint] = field(default_factory=list)
+    prompts: list[tuple[int, ...]] = field(default_factory=list)
+    excluded: str | None = None
+    skipped: dict[int, str] = field(default_factory=dict)  # checkpoint index -> reason
+
+
+def plan_trace(trace: RealizedTrace, tokenizer, cfg: SamplingConfig, max_model_len: int,
+               model: str | None = None, fingerprint: str | None = None) -> TracePlan:
+    """Reasoning, checkpoints and the prompt of every checkpoint; never raises for bad input."""
+    try:
+        check_tokenizer(trace, tokenizer, model, fingerprint)
+        reasoning = find_reasoning(trace.completion_ids, tokenizer)
+        suffix: tuple[int, ...] = ()
+        if cfg.estimator == "forced":
+            if trace.task is None:
+                raise TraceError(f"{trace.key}: the forced-answer estimator needs the task of the question")
+            suffix = forced_suffix_ids(tokenizer, trace.task, reasoning.native, cfg.answer_cues)
+        cps = checkpoints(reasoning, cfg.stride, tokenizer, cfg.max_reasoning_tokens)
+    except (TraceError, ValueError) as exc:
+        return TracePlan(trace, excluded=str(exc))
+    base = trace.prompt_ids + reasoning.head
+    plan = TracePlan(trace, reasoning, cps)
+    for cp in cps:
+        prompt = base + reasoning.tokens[:cp.prefix_tokens] + suffix
+        plan.prompts.append(prompt)
+        if len(prompt) >= max_model_len:
+            plan.skipped[cp.index] = (f"prefix of {len(prompt)} tokens (prompt {len(trace.prompt_ids)} + reasoning "
+                                      f"{cp.prefix_tokens}) does not fit the context of {max_model_len} tokens")
+    return plan
+
+
+def _seed(base: int | None, key: str, index: int, round_: int) -> int | None:
+    if base is None:
+        return None
+    h = hashlib.sha256(f"{base}:{key}:{index}:{round_}".encode()).digest()
+    return int.from_bytes(h[:4], "big") & 0x7FFFFFFF
+
+
+class ContinuationStore:
+    """Per-trace folders of part files; a call's continuations of one trace form one part, written atomically.
+
+    Layout: ``root/<model>/<question_set>/<question_id>/<run>/<config digest>-<trace hash>/part-*.json``
+    (the trace hash covers the prompt and completion token ids: a re-collected trace starts afresh). The store
+    outlives the job: a killed job rerun, or a batch rebuilt with one more question, reads what is there
+    and samples only what is missing. ``entries(keys)`` merges the parts of those traces into
+    ``{(trace_key, checkpoint_index): entry}``, the continuations of one checkpoint concatenated in
+    sampling order.
+    """
+
+    def __init__(self, root: str | os.PathLike, digest: str, trace_hashes: Mapping[str, str] | None = None):
+        self.root = Path(root)
+        self.digest = digest
+        self.trace_hashes = dict(trace_hashes or {})
+
+    def folder(self, key: str) -> Path:
+        from ..traces import safe_id
+
+        tail = self.digest + (f"-{self.trace_hashes[key][:12]}" if key in self.trace_hashes else "")
+        return self.root.joinpath(*[safe_id(part) for part in key.split("/")], tail)
+
+    def parts(self, key: str) -> list[Path]:
+        folder = self.folder(key)
+        return sorted(folder.glob("part-*.json")) if folder.is_dir() else []
+
+    def entries(self, keys: Sequence[str]) -> dict[tuple[str, int], dict[str, Any]]:
+        merged: dict[tuple[str, int], dict[str, Any]] = {}
+        for path in [p for key in keys for p in self.parts(key)]:
+            with open(path, encoding="utf-8") as fh:
+                part = json.load(fh)
+            for e in part["entries"]:
+                key = (e["trace"], int(e["checkpoint_index"]))
+                if key not in merged:
+                    merged[key] = {**e, "continuations": list(e["continuations"]), "seeds": [e.get("seed")],
+                                   "calls": 1}
+                else:
+                    m = merged[key]
+                    m["continuations"].extend(e["continuations"])
+                    m["seeds"].append(e.get("seed"))
+                    m["calls"] += 1
+                    m["cached_tokens"] = _add(m.get("cached_tokens"), e.get("cached_tokens"))
+                    m["computed_prefill"] = _add(m.get("computed_prefill"), e.get("computed_prefill"))
+                    if e["status"] != "ok":
+                        m["status"], m["reason"] = e["status"], e.get("reason")
+        return merged
+
+    def write(self, entries: list[dict[str, Any]], call: dict[str, Any]) -> list[Path]:
+        """One part per trace of a finished call."""
+        from ..outputs import write_json
+
+        by_trace: dict[str, list[dict[str, Any]]] = {}
+        for e in entries:
+            by_trace.setdefault(e["trace"], []).append(e)
+        paths = []
+        for key, items in by_trace.items():
+            path = self.folder(key) / f"part-{time.time_ns():020d}-{os.getpid()}.json"
+            write_json(path, {"entries": items, "call": call})
+            paths.append(path)
+        return paths
+
+
+def _add(a, b):
+    return None if a is None or b is None else a + b
+
+
+def _labels_for_stopping(entry: Mapping[str, Any], task: str | None, cfg: SamplingConfig) -> list:
+    return [continuation_label(c, task, cfg, entry.get("native", False)) for c in entry["continuations"]]
+
+
+def sample_plans(engine, plans: Sequence[TracePlan], cfg: SamplingConfig, store: ContinuationStore,
+                 prefixes_per_call: int = 64, log: Callable[[str], None] | None = None) -> dict[str, Any]:
+    """Sample every missing continuation of ``plans`` through ``engine``, persisting each call in ``store``.
+
+    Returns counters of this run: calls, prefixes sent, sampled tokens, prompt and cached tokens, seconds
+    spent inside ``engine.generate``.
+    """
+    log = log or (lambda msg: None)
+    stats = {"calls": 0, "prefixes": 0, "sampled_tokens": 0, "prompt_tokens": 0, "cached_tokens": 0,
+             "generate_seconds": 0.0, "checkpoints_reused": 0}
+    n_target = cfg.n
+    max_new = cfg.forced_max_tokens if cfg.estimator == "forced" else cfg.max_tokens
+    round_ = 0
+    keys = [p.trace.key for p in plans if not p.excluded]
+    while True:
+        done = store.entries(keys)
+        todo: list[tuple[TracePlan, int, int]] = []
+        for plan in plans:
+            if plan.excluded:
+                continue
+            for cp in plan.checkpoints:
+                if cp.index in plan.skipped:
+                    continue
+                entry = done.get((plan.trace.key, cp.index))
+                if entry is not None and entry["status"] != "ok":
+                    continue
+                have = len(entry["continuations"]) if entry else 0
+                if round_ == 0 and entry is not None:
+                    stats["checkpoints_reused"] += 1
+                if cfg.stopping is None:
+                    more = n_target - have
+                else:
+                    labels = _labels_for_stopping(entry, plan.trace.task, cfg) if entry else []
+                    more = cfg.stopping.next_n(labels, n_target)
+                if more > 0:
+                    todo.append((plan, cp.index, more))
+        if not todo:
+            return stats
+        log(f"round {round_}: {len(todo)} prefixes to sample")
+        for chunk in _calls(todo, prefixes_per_call):
+            prompts = [plan.prompts[i] for plan, i, _ in chunk]
+            specs = [_spec(cfg, more, max_new, _seed(cfg.seed, plan.trace.key, i, round_))
+                     for plan, i, more in chunk]
+            t0 = time.perf_counter()
+            gens = engine.generate(prompts, specs)
+            seconds = time.perf_counter() - t0
+            entries = []
+            for (plan, i, _), prompt, spec, gen in zip(chunk, prompts, specs, gens):
+                cp = plan.checkpoints[i]
+                comps = [{"text": c.text, "n_tokens": len(c.token_ids), "finish_reason": c.finish_reason}
+                         for c in gen.completions]
+                cached = gen.cached_tokens
+                entries.append({
+                    "trace": plan.trace.key, "checkpoint_index": cp.index, "prefix_tokens": cp.prefix_tokens,
+                    "char_offset": cp.char_offset, "prompt_tokens": len(prompt), "cached_tokens": cached,
+                    "computed_prefill": None if cached is None else len(prompt) - cached, "seed": spec.seed,
+                    "native": plan.reasoning.native, "status": "error" if gen.error else "ok",
+                    "reason": gen.error, "continuations": comps})
+                stats["sampled_tokens"] += sum(c["n_tokens"] for c in comps)
+                stats["prompt_tokens"] += len(prompt)
+                stats["cached_tokens"] += cached or 0
+            store.write(entries, {"seconds": seconds, "prefixes": len(chunk), "round": round_})
+            stats["calls"] += 1
+            stats["prefixes"] += len(chunk)
+            stats["generate_seconds"] += seconds
+            log(f"call {stats['calls']}: {len(chunk)} prefixes, {seconds:.1f} s")
+        round_ += 1
+
+
+def _spec(cfg: SamplingConfig, n: int, max_new: int, seed: int | None):
+    from ..generate.engine import SamplingSpec
+
+    return SamplingSpec(n=n, temperature=cfg.temperature, top_p=cfg.top_p, max_tokens=max_new, seed=seed)
+
+
+def _calls(todo: list, size: int) -> list[list]:
+    """Consecutive calls of about ``size`` prefixes; a trace's prefixes stay in one call when they fit."""
+    calls: list[list] = []
+    current: list = []
+    by_trace: dict[str, list] = {}
+    for item in todo:
+        by_trace.setdefault(item[0].trace.key, []).append(item)
+    for items in by_trace.values():
+        if current and len(current) + len(items) > size:
+            calls.append(current)
+            current = []
+        for item in items:
+            current.append(item)
+            if len(current) >= size:
+                calls.append(current)
+                current = []
+    if current:
+        calls.append(current)
+    return calls
+
+
+def continuation_document(plan: TracePlan, entries: Mapping[tuple[str, int], Mapping[str, Any]],
+                          cfg: SamplingConfig, prov: Mapping[str, Any]) -> dict[str, Any]:
+    """The per-trace output (``results/continuations/...json``): every checkpoint with its raw continuations."""
+    t = plan.trace
+    doc: dict[str, Any] = {"unit": t.ids(), "task": t.task, "gold": t.gold, "estimator": cfg.estimator,
+                           "sampling": cfg.as_dict(), "provenance": dict(prov)}
+    if plan.excluded:
+        return {**doc, "status": "excluded", "stage": "trajectory_sample", "reason": plan.excluded,
+                "checkpoints": []}
+    r = plan.reasoning
+    rows = []
+    totals = {"sampled_tokens": 0, "prompt_tokens": 0, "cached_tokens": 0, "computed_prefill": 0,
+              "prefix_tokens_sum": 0}
+    for cp, prompt in zip(plan.checkpoints, plan.prompts):
+        row = {"checkpoint_index": cp.index, "prefix_tokens": cp.prefix_tokens, "char_offset": cp.char_offset,
+               "prompt_tokens": len(prompt)}
+        if cp.index in plan.skipped:
+            rows.append({**row, "status": "skipped", "reason": plan.skipped[cp.index], "continuations": []})
+            continue
+        e = entries.get((t.key, cp.index))
+        if e is None:
+            rows.append({**row, "status": "missing", "reason": "not sampled", "continuations": []})
+            continue
+        comps = e["continuations"]
+        rows.append({**row, "status": e["status"], "reason": e.get("reason"), "n": len(comps),
+                     "cached_tokens": e.get("cached_tokens"), "computed_prefill": e.get("computed_prefill"),
+                     "calls": e.get("calls", 1), "seeds": e.get("seeds"),
+                     "sampled_tokens": sum(c["n_tokens"] for c in comps), "continuations": comps})
+        totals["sampled_tokens"] += rows[-1]["sampled_tokens"]
+        totals["prompt_tokens"] += len(prompt)
+        totals["prefix_tokens_sum"] += len(prompt)
+        totals["cached_tokens"] += e.get("cached_tokens") or 0
+        totals["computed_prefill"] += e.get("computed_prefill") or 0
+    return {**doc, "status": "ok", "stage": None, "reason": None,
+            "reasoning": {"how": r.how, "native": r.native, "k": r.k,
+                          "k_sampled": plan.checkpoints[-1].prefix_tokens, "head_tokens": len(r.head),
+                          "prompt_tokens": len(t.prompt_ids), "text": r.text, "answer_text": r.answer_text},
+            "totals": totals, "checkpoints": rows}
+
+
+def continuation_label(cont: Mapping[str, Any], task: str | None, cfg_or_estimator, native: bool,
+                       cues: Mapping[str, str] | None = None) -> str | None:
+    """The canonical label of one continuation (rules in the module docstring); None is the null label."""
+    from .parsing import parse_answer
+
+    if task is None:
+        return None
+    estimator = cfg_or_estimator.estimator if isinstance(cfg_or_estimator, SamplingConfig) else cfg_or_estimator
+    if isinstance(cfg_or_estimator, SamplingConfig):
+        cues = cfg_or_estimator.answer_cues
+    text = cont.get("text") or ""
+    if estimator == "forced":
+        return parse_answer(forced_answer_text(task, text, cues), task)
+    if native:
+        pos = text.find("</think>")
+        if pos >= 0:
+            return parse_answer(text[pos + len("</think>"):], task)
+        if cont.get("finish_reason") != "stop":
+            return None
+        return parse_answer(text, task, strict=True)
+    return parse_answer(text, task, strict=cont.get("finish_reason") == "length")
+
+
+def endpoint_label(reasoning_answer_text: str, task: str | None, native: bool) -> str | None:
+    """The realized trace's own final answer, parsed (after ``</think>`` for native reasoners)."""
+    from .parsing import parse_answer
+
+    if task is None:
+        return None
+    text = reasoning_answer_text
+    if native:
+        pos = text.find("</think>")
+        text = text[pos + len("</think>"):] if pos >= 0 else ""
+    return parse_answer(text, task)
+
+
+def label_document(doc: Mapping[str, Any], task: str | None = None, gold: str | None = None,
+                   cues: Mapping[str, str] | None = None) -> dict[str, Any]:
+    """A continuation document -> the trajectory record of :mod:`thinkprobe.trajectories` (labels parsed).
+
+    ``gold`` (raw) is canonicalised with the task's parser; a question without gold keeps ``gold: None``
+    (no mechanism) and says so in ``notes``. Excluded documents give a record with ``status: excluded``
+    and no checkpoints.
+    """
+    from .parsing import parse_answer
+
+    task = task or doc.get("task")
+    gold_raw = gold if gold is not None else doc.get("gold")
+    unit = doc["unit"]
+    record: dict[str, Any] = {**unit, "task": task, "estimator": doc.get("estimator"),
+                              "status": doc.get("status"), "stage": doc.get("stage"), "reason": doc.get("reason"),
+                              "notes": []}
+    record["gold"] = parse_answer(str(gold_raw), task) if (gold_raw not in (None, "") and task) else None
+    if record["gold"] is None:
+        record["notes"].append("no gold answer: no mechanism" if gold_raw in (None, "")
+                               else f"gold answer {gold_raw!r} does not parse for task {task!r}")
+    if doc.get("status") != "ok":
+        return {**record, "endpoint_label": None, "checkpoints": []}
+    r = doc["reasoning"]
+    cues = cues or doc.get("sampling", {}).get("answer_cues")
+    record["endpoint_label"] = endpoint_label(r["answer_text"], task, r["native"])
+    record["cot_tokens_realized"] = r["k"]
+    record["reasoning_how"] = r["how"]
+    cps = []
+    for c in doc["checkpoints"]:
+        labels = [continuation_label(x, task, doc.get("estimator", "full"), r["native"], cues)
+                  for x in c["continuations"]] if c["status"] == "ok" else []
+        cps.append({k: v for k, v in c.items() if k not in ("continuations", "seeds")} | {"labels": labels})
+        if c["status"] != "ok":
+            record["notes"].append(f"checkpoint {c['checkpoint_index']} {c['status']}: {c.get('reason')}")
+    record["checkpoints"] = cps
+    if not any(c["labels"] for c in cps):
+        record["status"], record["stage"] = "excluded", "trajectory_label"
+        record["reason"] = "no checkpoint could be sampled: " + "; ".join(record["notes"][:3])
+    return record
+
+
+def sampling_provenance(engine, cfg: SamplingConfig, fingerprint: str | None = None) -> dict[str, Any]:
+    from ..outputs import provenance
+
+    return provenance(MODULES, cfg.as_dict(), [], engine={"backend": engine.backend, "model": engine.model,
+                                                           "version": engine.version,
+                                                           "max_model_len": engine.max_model_len},
+                      tokenizer_sha256=fingerprint)
+
+
+def sample_traces(engine, traces: Sequence[RealizedTrace], cfg: SamplingConfig, store_dir: str | os.PathLike,
+                  prefixes_per_call: int = 64, log: Callable[[str], None] | None = None
+                  ) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    """Plan, sample (resuming from ``store_dir``) and assemble one continuation document per trace.
+
+    The store (:class:`ContinuationStore` rooted at ``store_dir``) is kept: it is the durable record of
+    every continuation sampled. Returns the documents, in the order of ``traces``, and the run counters.
+    """
+    tok = engine.tokenizer()
+    fp = engine_tokenizer_id(engine)
+    plans = [plan_trace(t, tok, cfg, engine.max_model_len, engine.model, fp) for t in traces]
+    store = ContinuationStore(store_dir, cfg.digest(), {t.key: t.content_hash() for t in traces})
+    stats = sample_plans(engine, plans, cfg, store, prefixes_per_call, log)
+    entries = store.entries([p.trace.key for p in plans if not p.excluded])
+    prov = sampling_provenance(engine, cfg, fp)
+    return [continuation_document(p, entries, cfg, prov) for p in plans], {**stats, "store": str(store.root)}

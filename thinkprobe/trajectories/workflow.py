@@ -1,0 +1,261 @@
+"""What the trajectory rules do (rules/trajectories.smk), so that their scripts stay a dozen lines.
+
+* :func:`sample_batch` (GPU): collected trace units -> one continuation document per trace, written as one
+  batch file; resumable through the :class:`~thinkprobe.trajectories.sampling.ContinuationStore`.
+* :func:`label_batch` (CPU): continuation documents -> trajectory records (labels parsed, gold attached).
+* :func:`build_tables` (CPU): all records -> per-trace and per model x task tables, variance
+  decomposition, exclusions, and the trajectory figures.
+* :func:`join_batches` (CPU): the structure x dynamics join.
+
+Every per-trace failure becomes that trace's ``excluded`` status with its stage and reason; a job fails
+only for a fault of the job itself (e.g. the engine does not start).
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+from typing import Any, Callable, Mapping, Sequence
+
+from ..outputs import provenance, write_json, write_table
+from .checkpoints import RealizedTrace, TraceError, realized_from_unit
+from .sampling import MODULES as SAMPLING_MODULES
+from .sampling import SamplingConfig, label_document, sample_traces
+
+LABEL_MODULES = ["trajectories.parsing", "trajectories.sampling", "trajectories.forced", "trajectories.workflow"]
+TABLE_MODULES = ["trajectories.distributions", "trajectories.dynamics", "trajectories.mechanisms",
+                 "trajectories.aggregates", "trajectories.figures", "trajectories.workflow"]
+JOIN_MODULES = ["trajectories.join", "trajectories.distributions", "pipeline", "graph", "segmentation",
+                "texttiling", "trajectories.workflow"]
+
+
+class PlanError(ValueError):
+    """The trajectories section names something the config does not define; the message names it."""
+
+
+def _named(config: Mapping[str, Any], section: str, name: str, what: str) -> dict[str, Any]:
+    """The entry ``name`` of a config section that is a mapping by name or a list of {name: ...}."""
+    entries = config.get(section) or {}
+    if isinstance(entries, Mapping):
+        if name in entries:
+            return {"name": name, **dict(entries[name] or {})}
+    else:
+        for entry in entries:
+            if isinstance(entry, Mapping) and entry.get("name") == name:
+                return dict(entry)
+    raise PlanError(f"trajectories.{what}: {name!r} is not defined in the config's {section}: section")
+
+
+class TrajectoryPlan:
+    """The trajectory jobs of a config: models x question sets x batches of questions, and their files.
+
+    Question sets are loaded once (for their ids, tasks and gold answers); sampling jobs are cut into
+    batches of ``batch_questions`` questions in file order, so adding questions at the end of a set only
+    adds batches.
+    """
+
+    def __init__(self, config: Mapping[str, Any], base: str | Path = "."):
+        from ..generate.questions import load_question_set
+
+        self.config = config
+        self.traj = config["trajectories"]
+        self.runs = [str(r) for r in self.traj["runs"]]
+        self.models = {m: _named(config, "models", m, "models") for m in self.traj["models"]}
+        self.questions: dict[str, dict[str, dict[str, Any]]] = {}
+        for qset in self.traj["question_sets"] if self.models else []:
+            spec = _named(config, "question_sets", qset, "question_sets")
+            try:
+                qs = load_question_set(spec, base=Path(base))
+            except (ValueError, OSError) as exc:
+                raise PlanError(f"trajectories.question_sets: {qset!r}: {exc}") from exc
+            if self.traj["questions_limit"]:
+                qs = qs[: self.traj["questions_limit"]]
+            self.questions[qset] = {q.id: {"task": q.task, "gold": q.gold} for q in qs}
+        size = self.traj["batch_questions"]
+        self.batches = {(m, qset, f"b{k // size:04d}"): list(qids)[k:k + size]
+                        for m in self.models for qset, qids in self.questions.items()
+                        for k in range(0, len(qids), size)}
+
+    def trace_files(self, model: str, qset: str, batch: str) -> list[str]:
+        return [f"results/traces/{model}/{qset}/{q}/{r}.json"
+                for q in self.batches[(model, qset, batch)] for r in self.runs]
+
+    def batch_questions(self, model: str, qset: str, batch: str) -> dict[str, dict[str, Any]]:
+        return {q: self.questions[qset][q] for q in self.batches[(model, qset, batch)]}
+
+    def files(self, folder: str) -> list[str]:
+        return [f"results/{folder}/{m}/{q}/{b}.json" for m, q, b in self.batches]
+
+    def sampling(self) -> dict[str, Any]:
+        return {k: self.traj[k] for k in ("n", "stride", "estimator", "sampling", "forced", "stopping",
+                                          "max_reasoning_tokens", "prefixes_per_call")}
+
+    def targets(self) -> list[str]:
+        if not self.batches:
+            return []
+        return ["results/trajectories/traces.parquet", "results/tables/trajectory_conditions.parquet",
+                "results/tables/trajectory_join.parquet", "results/figures/trajectory_mechanisms.png",
+                "results/figures/trajectory_example.png", "results/figures/trajectory_join.png"]
+
+
+def _unit_of(path: str) -> dict[str, str]:
+    parts = Path(path).with_suffix("").parts[-4:]
+    return dict(zip(("model", "question_set", "question_id", "run"), parts))
+
+
+def read_batch(path: str | Path) -> dict[str, Any]:
+    with open(path, encoding="utf-8") as fh:
+        return json.load(fh)
+
+
+def sample_batch(trace_paths: Sequence[str], out_path: str, model_cfg: Mapping[str, Any],
+                 traj: Mapping[str, Any], questions: Mapping[str, Mapping[str, Any]], store: str,
+                 log: Callable[[str], None] = print) -> dict[str, Any]:
+    """Sample every trace of a batch; ``questions`` maps question_id -> {task, gold}."""
+    from ..generate.engine import open_engine
+
+    cfg = SamplingConfig.from_config(traj)
+    t0 = time.perf_counter()
+    docs: list[dict[str, Any] | None] = [None] * len(trace_paths)
+    usable: list[tuple[int, Any]] = []
+    for i, path in enumerate(trace_paths):
+        unit = _unit_of(path)
+        q = questions.get(unit["question_id"], {})
+        try:
+            with open(path, encoding="utf-8") as fh:
+                usable.append((i, (json.load(fh), q)))
+        except (OSError, ValueError) as exc:
+            docs[i] = _excluded(unit, q, f"cannot read the trace unit {path}: {exc}", cfg)
+    stats: dict[str, Any] = {}
+    engine_seconds = 0.0
+    if usable:
+        engine = open_engine(model_cfg)
+        engine_seconds = time.perf_counter() - t0
+        log(f"engine {engine.backend} {engine.version} for {engine.model}: {engine_seconds:.1f} s")
+        try:
+            tok = engine.tokenizer()
+            traces: list[tuple[int, RealizedTrace]] = []
+            for i, (doc, q) in usable:
+                try:
+                    traces.append((i, realized_from_unit(doc, tok, q.get("task"), q.get("gold"))))
+                except TraceError as exc:
+                    docs[i] = _excluded(_unit_of(trace_paths[i]), q, str(exc), cfg)
+            if traces:
+                out, stats = sample_traces(engine, [t for _, t in traces], cfg, store,
+                                           int(traj.get("prefixes_per_call", 64)), log)
+                for (i, _), d in zip(traces, out):
+                    docs[i] = d
+        finally:
+            engine.close()
+    stats.update(engine_seconds=engine_seconds, job_seconds=time.perf_counter() - t0)
+    write_json(out_path, {"documents": docs, "stats": stats,
+                          "provenance": provenance(SAMPLING_MODULES, cfg.as_dict(), trace_paths,
+                                                   model=dict(model_cfg))})
+    return stats
+
+
+def _excluded(unit: Mapping[str, str], q: Mapping[str, Any], reason: str, cfg: SamplingConfig) -> dict[str, Any]:
+    return {"unit": dict(unit), "task": q.get("task"), "gold": q.get("gold"), "estimator": cfg.estimator,
+            "sampling": cfg.as_dict(), "status": "excluded", "stage": "trajectory_sample", "reason": reason,
+            "checkpoints": []}
+
+
+def label_batch(cont_path: str, out_path: str, questions: Mapping[str, Mapping[str, Any]]) -> dict[str, int]:
+    """Parse every continuation of a batch into labels: one trajectory record per trace."""
+    batch = read_batch(cont_path)
+    records = []
+    for doc in batch["documents"]:
+        q = questions.get(str(doc["unit"]["question_id"]), {})
+        rec = label_document(doc, q.get("task") or doc.get("task"), q.get("gold", doc.get("gold")))
+        records.append(rec)
+    write_json(out_path, {"records": records,
+                          "provenance": provenance(LABEL_MODULES, {}, [cont_path])})
+    return {"ok": sum(r["status"] == "ok" for r in records), "excluded": sum(r["status"] != "ok" for r in records)}
+
+
+def load_records(paths: Sequence[str]) -> list[dict[str, Any]]:
+    return [r for p in paths for r in read_batch(p)["records"]]
+
+
+def build_tables(label_paths: Sequence[str], outputs: Mapping[str, str], tau: float, support: str,
+                 comparisons: Sequence[Mapping[str, Any]] = ()) -> dict[str, int]:
+    """Per-trace table, exclusions, model x task conditions, variance decomposition, the paper's groups,
+    matched comparisons (``trajectories.comparisons``; empty table when none is declared), figures."""
+    import pandas as pd
+
+    from . import aggregates as agg
+    from . import figures
+    from .distributions import trajectory_record_to_states
+
+    records = load_records(label_paths)
+    prov = provenance(TABLE_MODULES, {"tau": tau, "support": support}, label_paths)
+    traces, excluded = agg.trace_table(records, tau=tau, support=support)
+    write_table(outputs["traces"], traces, prov)
+    write_table(outputs["exclusions"], excluded, prov)
+    if len(traces):
+        conditions = agg.condition_table(traces)
+        variance = agg.variance_decomposition(traces)
+    else:
+        conditions, variance = pd.DataFrame(), pd.DataFrame()
+    if len(conditions) and "model" not in conditions.columns:
+        conditions = conditions.reset_index()
+    write_table(outputs["conditions"], conditions, prov)
+    write_table(outputs["variance"], variance, prov)
+    groups = agg.group_profiles(conditions)[0] if len(conditions) else pd.DataFrame()
+    write_table(outputs["groups"], groups, prov)
+    summary = (agg.matched_comparisons(traces, comparisons)[0] if comparisons and len(traces)
+               else pd.DataFrame(columns=["comparison", "metric", "mean", "low", "high", "n"]))
+    write_table(outputs["comparisons"], summary, {**prov, "comparisons": list(comparisons)})
+    tag = f"thinkprobe trajectories, tau={tau}, {len(traces)} traces"
+    if len(traces) and traces["mechanism"].notna().any():
+        figures.mechanism_shares(traces, outputs["mechanisms_figure"], provenance=tag)
+    else:
+        _empty_figure(outputs["mechanisms_figure"], "no trace with a gold answer: no mechanisms")
+    ok = [r for r in records if r.get("status") == "ok" and any(c.get("labels") for c in r["checkpoints"])]
+    if ok:  # the example: the trace with the most sampled checkpoints
+        r = max(ok, key=lambda rec: sum(bool(c.get("labels")) for c in rec["checkpoints"]))
+        cps = sorted((c for c in r["checkpoints"] if c.get("labels")), key=lambda c: c["checkpoint_index"])
+        figures.trajectory_plot(trajectory_record_to_states(r), [c["prefix_tokens"] for c in cps],
+                                outputs["example_figure"], gold=r.get("gold"),
+                                title=f"{r['model']} {r['question_set']}/{r['question_id']} run {r['run']}",
+                                provenance=tag)
+    else:
+        _empty_figure(outputs["example_figure"], "no sampled trajectory")
+    return {"traces": len(traces), "excluded": len(excluded)}
+
+
+def _empty_figure(path: str, message: str) -> None:
+    from .figures import _pyplot, _save
+
+    plt = _pyplot()
+    fig, ax = plt.subplots(figsize=(4, 1.5))
+    ax.axis("off")
+    ax.text(0.5, 0.5, message, ha="center", va="center")
+    _save(fig, path, "")
+
+
+def join_batches(cont_paths: Sequence[str], label_paths: Sequence[str], outputs: Mapping[str, str],
+                 analysis: Mapping[str, Any], min_words: int) -> dict[str, int]:
+    """The structure x dynamics join over all batches: intervals, per-trace status, per-model table, figure."""
+    import pandas as pd
+
+    from .join import graphs_for, join_figure, join_intervals, join_table
+
+    docs = [d for p in cont_paths for d in read_batch(p)["documents"]]
+    records = load_records(label_paths)
+    by_key = {tuple(str(r[k]) for k in ("model", "question_set", "question_id", "run")): r for r in records}
+    recs = [by_key.get(tuple(str(d["unit"][k]) for k in ("model", "question_set", "question_id", "run")),
+                       {"status": "excluded", "reason": "no record"}) for d in docs]
+    graphs = graphs_for(docs, analysis, min_words)
+    rows, status = join_intervals(docs, recs, graphs)
+    table = join_table(rows)
+    prov = provenance(JOIN_MODULES, {"analysis": dict(analysis), "min_words": min_words}, [*cont_paths, *label_paths])
+    write_table(outputs["intervals"], pd.DataFrame(rows), prov)
+    write_table(outputs["status"], pd.DataFrame(status), prov)
+    write_table(outputs["table"], table, prov)
+    if len(table):
+        join_figure(table, outputs["figure"], f"thinkprobe structure x dynamics join, {len(rows)} intervals")
+    else:
+        _empty_figure(outputs["figure"], "no trace could be joined (see trajectory_join_status.parquet)")
+    return {"intervals": len(rows), "joined": sum(s["joined"] for s in status), "traces": len(status)}
