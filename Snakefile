@@ -25,6 +25,8 @@ include: "rules/segment.smk"
 include: "rules/graph.smk"
 include: "rules/metrics.smk"
 include: "rules/report.smk"
+include: "rules/stats.smk"
+include: "rules/trajectories.smk"
 
 
 rule all:
@@ -39,3 +41,5 @@ rule all:
         "results/report/exclusions.html",
         "results/report/profiles.html",
         [f"results/batches/{qset}/{batch}.json" for qset, batch in BATCHES],
+        STATS_TARGETS if STATS["enabled"] else [],
+        TRAJ_TARGETS if TRAJ["enabled"] else [],

@@ -7,6 +7,7 @@
 
 from snakemake.exceptions import WorkflowError
 
+from thinkprobe.codedeps import used_modules
 from thinkprobe.config import ConfigError, load_schema, validate_config
 from thinkprobe.outputs import source_hash
 from thinkprobe.stages import graph as _graph_stage
@@ -14,7 +15,8 @@ from thinkprobe.stages import ingest as _ingest_stage
 from thinkprobe.stages import metrics as _metrics_stage
 from thinkprobe.stages import segment as _segment_stage
 from thinkprobe.stages import tables as _tables_stage
-from thinkprobe.units import InputError, discover
+from thinkprobe.units import InputError, discover, no_traces_message
+from thinkprobe.generate.plan import CollectionConfigError, join_collection
 
 
 try:
@@ -34,11 +36,13 @@ try:
     )
 except InputError as exc:
     raise WorkflowError(f"invalid input: {exc}")
-if not PLAN.records:
+try:  # collected units (config `collection`) join the grid: thinkprobe.generate.plan
+    COLLECT = join_collection(PLAN, config, base=".")
+except CollectionConfigError as exc:
+    raise WorkflowError(f"invalid collection: {exc}")
+if not PLAN.records and not COLLECT.units:
     raise WorkflowError(
-        "no traces found in the configured inputs: "
-        + ", ".join(e["path"] for e in config["inputs"])
-        + (f" ({len(PLAN.problems)} item(s) could not be read)" if PLAN.problems else "")
+        no_traces_message(PLAN, config["inputs"], config["units"]["models"], config["units"]["runs"])
     )
 
 MODELS = PLAN.models
@@ -56,14 +60,19 @@ BATCHES = {
 ANALYSIS = config["analysis"]
 
 # Source hash of the thinkprobe modules behind each stage (editing a module reruns the stages using it).
+# The module lists are derived from the code each stage really uses (thinkprobe.codedeps).
 CODE = {
     "import": source_hash(_ingest_stage.MODULES),
     "segment": source_hash(_segment_stage.MODULES),
     "graph": source_hash(_graph_stage.MODULES),
     "metrics": source_hash(_metrics_stage.MODULES),
+    "batch": source_hash(_tables_stage.BATCH_MODULES),
     "aggregate": source_hash(_tables_stage.AGGREGATE_MODULES),
     "profiles": source_hash(_tables_stage.PROFILE_MODULES),
-    "figures": source_hash(["figures", "metrics"]),
+    "report": source_hash(_tables_stage.REPORT_MODULES),
+    "figures": source_hash(
+        used_modules([("figures", "radar"), ("figures", "metric_heatmap"), ("outputs", "sha256_file")])
+    ),
 }
 
 
@@ -115,3 +124,32 @@ GPU_RESOURCES = (
     else {}
 )
 
+
+# ---- trace collection: the collected question sets and the manifest a collected unit waits for ----
+import re
+from pathlib import Path
+
+from thinkprobe.generate import collect as _collect_stage
+from thinkprobe.generate.plan import gpus as collect_gpus
+from thinkprobe.units import UnitKey
+
+CODE_COLLECT = source_hash(_collect_stage.MODULES)
+# a question set is imported or collected, never both (checked by join_grid at planning)
+COLLECTED_SETS = "|".join(re.escape(q) for q in COLLECT.question_sets) or "(?!)"
+IMPORTED_SETS = f"(?!(?:{COLLECTED_SETS})(?:/|$))[A-Za-z0-9._-]+" if COLLECT.units else "[A-Za-z0-9._-]+"
+
+
+def collected_manifest(wildcards):
+    """The manifest of the collection job that generates this unit, or nothing for a grid unit that is not
+    collected. Marked ancient once the unit is stored and its trace file written, so that a rewritten
+    manifest (a run or a question was added to the batch) does not touch trace files already written.
+    (Not ancient before: Snakemake skips a job whose only input is an existing ancient file when that file's
+    job reruns, even if the job's own output is missing.)"""
+    key = UnitKey(wildcards.model, wildcards.question_set, wildcards.question_id, wildcards.run)
+    batch = COLLECT.units.get(key)
+    if not batch:
+        return []
+    manifest = f"results/collect/{batch[0]}/{batch[1]}/{batch[2]}.json"
+    stored = Path(f"results/collect/{key.model}/{key.question_set}/units/{key.question_id}/{key.run}.json")
+    done = stored.exists() and Path(f"results/traces/{key.path}.json").exists()
+    return ancient(manifest) if done else manifest

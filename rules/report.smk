@@ -48,6 +48,8 @@ rule report_tables:
             caption="../workflow/report/profiles.rst",
             category="Tables",
         ),
+    params:
+        code=CODE["report"],
     log:
         "results/logs/report_tables.log",
     localrule: True

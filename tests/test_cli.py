@@ -56,11 +56,11 @@ def _subparsers(parser: argparse.ArgumentParser) -> dict[str, argparse.ArgumentP
     return dict(action.choices)
 
 
-def test_subcommands_are_the_three_documented_ones():
-    assert set(_subparsers(build_parser())) == {"analyze", "profile", "ablate"}
+def test_subcommands_are_the_five_documented_ones():
+    assert set(_subparsers(build_parser())) == {"analyze", "profile", "ablate", "agree", "trajectory"}
 
 
-@pytest.mark.parametrize("command", [None, "analyze", "profile", "ablate"])
+@pytest.mark.parametrize("command", [None, "analyze", "profile", "ablate", "agree", "trajectory"])
 def test_help_exits_0_and_documents_every_option(command):
     parser = build_parser()
     target = parser if command is None else _subparsers(parser)[command]
@@ -119,7 +119,8 @@ def test_analyze_out_writes_tables(analysed):
     assert list(exclusions.columns) == ["trace_id", "reason", "source", "stage"]
     # every record is accounted for exactly once
     assert sorted(list(metrics.trace_id) + list(exclusions.trace_id)) == sorted(records)
-    assert {"bad-no-think", "bad-short", "bad-empty"} <= set(exclusions.trace_id)
+    assert {"bad-no-think", "bad-empty"} <= set(exclusions.trace_id)
+    assert "bad-short" in set(metrics.trace_id)  # no length exclusion by default (input.min_words = 0)
     assert set(_records(DEMO)) <= set(metrics.trace_id)
     for _, row in metrics.iterrows():
         rec = records[row.trace_id]

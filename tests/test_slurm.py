@@ -18,7 +18,7 @@ import pandas as pd
 import pytest
 import yaml
 
-from .workflow_helpers import REPO, env_for, make_workdir, snakefile, snakemake
+from .workflow_helpers import REPO, analysis_config, env_for, make_workdir, snakefile, snakemake
 
 pytestmark = pytest.mark.slurm
 PROFILE = str(REPO / "profiles" / "slurm")
@@ -51,7 +51,7 @@ def reference(tmp_path_factory):
 
 
 def _config(gpu: bool) -> dict:
-    cfg = yaml.safe_load((REPO / "config/config.yaml").read_text())
+    cfg = analysis_config()
     cfg["resources"]["encoder_gpu"] = gpu
     return cfg
 

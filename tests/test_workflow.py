@@ -55,19 +55,17 @@ def test_study_scale_dry_run(tmp_path):
 def test_end_to_end_tables_figures_and_report(ran):
     res = ran / "results"
     metrics = pd.read_parquet(res / "tables/metrics.parquet")
-    # 12 demo traces + model_c's unclosed (truncated) trace are analysed
-    assert len(metrics) == 13 and list(metrics.columns[-19:]) == list(METRIC_NAMES)
+    # 12 demo traces + model_c's unclosed (truncated) trace and its short one are analysed
+    assert len(metrics) == 14 and list(metrics.columns[-19:]) == list(METRIC_NAMES)
     assert metrics[list(METRIC_NAMES)].notna().all().all()
     excl = pd.read_parquet(res / "tables/exclusions.parquet").set_index("trace_id")
-    assert set(excl.index) == {"model_c/demo/q01/1", "model_c/demo/q01/2", "model_c/demo/q02/1",
-                               "model_c/demo/q02/2", "model_c/demo/q03/2"}
+    assert set(excl.index) == {"model_c/demo/q01/1", "model_c/demo/q02/1", "model_c/demo/q02/2", "model_c/demo/q03/2"}
     assert "no reasoning" in excl.loc["model_c/demo/q01/1", "reason"]
-    assert "too short" in excl.loc["model_c/demo/q01/2", "reason"]
     assert "empty" in excl.loc["model_c/demo/q02/1", "reason"]
     assert excl.loc["model_c/demo/q02/2", "reason"].startswith("missing")
     prof = pd.read_parquet(res / "tables/profiles.parquet")
     models = prof[prof["level"] == "model"]
-    assert list(models["model"]) == ["model_a", "model_b", "model_c"] and list(models["n_traces"]) == [6, 6, 1]
+    assert list(models["model"]) == ["model_a", "model_b", "model_c"] and list(models["n_traces"]) == [6, 6, 2]
     for fig in ("profile_radar.png", "metric_heatmap.png"):
         assert (res / "figures" / fig).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     page = (res / "report/metrics.html").read_text()
@@ -124,6 +122,12 @@ def test_changing_a_texttiling_constant_reruns_from_segmentation(ran):
     cfg = write_config(ran, lambda c: c["analysis"]["texttiling"].update(prominence=0.2))
     assert job_counts(snakemake(ran, "-n", "--configfile", str(cfg)).stdout) == {
         "segment": 3, "graph": 3, "metrics": 3, **AGGREGATES}
+
+
+def test_changing_the_dimension_map_reruns_the_profiles_only(ran):
+    cfg = write_config(ran, lambda c: c["analysis"]["profile"].update(dimensions="app_g"))
+    assert job_counts(snakemake(ran, "-n", "--configfile", str(cfg)).stdout) == {
+        "profiles": 1, "figures": 1, "report_tables": 1, "all": 1}
 
 
 @pytest.mark.parametrize("module, expected", [

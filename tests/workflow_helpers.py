@@ -23,7 +23,7 @@ def make_workdir(root: Path, config: dict | None = None, package_copy: bool = Fa
     """
     root.mkdir(parents=True, exist_ok=True)
     (root / "config").mkdir(exist_ok=True)
-    cfg = config if config is not None else yaml.safe_load((REPO / "config" / "config.yaml").read_text())
+    cfg = config if config is not None else analysis_config()
     (root / "config" / "config.yaml").write_text(yaml.safe_dump(cfg, sort_keys=False))
     if not (root / "examples").exists():
         shutil.copytree(REPO / "examples", root / "examples")
@@ -34,6 +34,26 @@ def make_workdir(root: Path, config: dict | None = None, package_copy: bool = Fa
         shutil.copy(REPO / "Snakefile", root / "Snakefile")
         shutil.copy(REPO / "config" / "schema.yaml", root / "config" / "schema.yaml")
     return root
+
+
+def default_config() -> dict:
+    """The embedded default, as shipped (collection with vLLM, trajectories and the analysis)."""
+    return yaml.safe_load((REPO / "config" / "config.yaml").read_text())
+
+
+def analysis_config() -> dict:
+    """The embedded default without its LLM stages: the bundled traces through the Thought Graph analysis.
+
+    The analysis tests (job tables, incremental reruns, faults, SLURM) run on this so that they measure the
+    analysis alone; the LLM stages have their own workflow tests, and ``tests/test_default_run.py`` runs the
+    whole default.
+    """
+    cfg = default_config()
+    if "collection" in cfg:
+        cfg["collection"]["jobs"] = []
+    if "trajectories" in cfg:
+        cfg["trajectories"]["enabled"] = False
+    return cfg
 
 
 def env_for(workdir: Path) -> dict[str, str]:

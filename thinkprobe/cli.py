@@ -37,6 +37,9 @@ def _add_params_options(p: argparse.ArgumentParser) -> None:
                    help="how to run the encoder (default auto: onnx for BERT folders)")
     p.add_argument("--whole-text", action="store_true",
                    help="analyse the whole text of inputs that have no <think> block (default: exclude them)")
+    p.add_argument("--device", choices=("auto", "cpu", "cuda"), default="auto",
+                   help="where the encoder runs (default auto: cuda when CUDA_VISIBLE_DEVICES names a GPU; "
+                        "cuda that is not available falls back to cpu with a warning)")
 
 
 def _params(args: argparse.Namespace):
@@ -80,6 +83,9 @@ def build_parser() -> argparse.ArgumentParser:
     pr.add_argument("--by", default="model", help="column to group the profile by (default model)")
     pr.add_argument("--exclude-length", action="store_true",
                     help="drop AT, ATU and TPI before standardising (the length-excluded variant, paper App. G)")
+    pr.add_argument("--dimensions", default="table2", metavar="MAP",
+                    help="dimension map: table2 (Table 2, all 19 metrics; default) or app_g (App. G: Efficiency "
+                         "= TPI and RR, AT and ATU as baselines)")
 
     ab = sub.add_parser("ablate", help="mean metrics under the four cumulative pipeline stages (paper Table 6)",
                         description="Runs the pipeline stopped after layer 1, after layer 3, after layer 4 and "
@@ -87,6 +93,25 @@ def build_parser() -> argparse.ArgumentParser:
     ab.add_argument("paths", nargs="+", metavar="PATH", help="trace files, JSONL files or directories")
     ab.add_argument("--out", metavar="FILE", help="write the table as Parquet here (default: print only)")
     _add_params_options(ab)
+
+    ag = sub.add_parser("agree", help="agreement of two segmentations of one trace (boundary F1, Pk, WindowDiff, kappa)",
+                        description="Compares segmentation B with reference A over a common sentence sequence "
+                                    "(paper App. H). Each file is a JSON list of segment strings, or a text file "
+                                    "with one segment per blank-line-separated block. Without --text the trace "
+                                    "is A's segments joined by blank lines; B's segments are located in it by "
+                                    "their characters (whitespace ignored).")
+    ag.add_argument("ref", metavar="A", help="reference segmentation (.json list of strings, or .txt blocks)")
+    ag.add_argument("hyp", metavar="B", help="segmentation to compare with A")
+    ag.add_argument("--text", metavar="TRACE", help="the trace's full text (both A and B are aligned to it)")
+    ag.add_argument("--tolerance", type=int, default=2, metavar="T",
+                    help="boundary match window in sentences (default 2, the paper's)")
+    ag.add_argument("--k", type=int, default=None, metavar="K",
+                    help="Pk/WindowDiff window (default: half the mean segment length of A)")
+    ag.add_argument("--json", action="store_true", help="print one JSON object instead of a table")
+
+    from .trajectories.cli import add_parser as _add_trajectory_parser
+
+    _add_trajectory_parser(sub)
     return parser
 
 
@@ -103,10 +128,26 @@ def main(argv: list[str] | None = None) -> int:
             return cmd_analyze(args)
         if args.command == "profile":
             return cmd_profile(args)
+        if args.command == "agree":
+            return cmd_agree(args)
+        if args.command == "trajectory":
+            from .trajectories.cli import run as cmd_trajectory
+
+            return cmd_trajectory(args)
         return cmd_ablate(args)
-    except (ParamsError, EncoderError, LexiconError, FileNotFoundError, ValueError) as exc:
+    except (ParamsError, EncoderError, LexiconError, OSError, ValueError) as exc:
         print(f"thinkprobe: error: {exc}", file=sys.stderr)
         return 2
+
+
+def _out_dir(value: str | None) -> Path | None:
+    """The ``--out`` folder, checked before any work: it must not be an existing file."""
+    if value is None:
+        return None
+    out = Path(value)
+    if out.exists() and not out.is_dir():
+        raise ValueError(f"--out {value}: exists and is not a directory")
+    return out
 
 
 def cmd_analyze(args: argparse.Namespace) -> int:
@@ -122,14 +163,15 @@ def cmd_analyze(args: argparse.Namespace) -> int:
     missing = [p for p in args.paths if not Path(p).exists()]
     if missing:
         raise FileNotFoundError(f"no such file or directory: {', '.join(missing)}")
+    out = _out_dir(args.out)
     items = list(read_traces(args.paths, params.input.require_think, params.input.max_trace_bytes))
     if not items:
         raise ValueError(f"no trace files under {', '.join(args.paths)} (.txt, .md, .json, .jsonl)")
-    encoder = load_encoder(params.encoder)
-    out = Path(args.out) if args.out else None
-    provenance = {"thinkprobe_version": __version__, "encoder": encoder.encoder_id, "stage": args.stage,
+    encoder = load_encoder(params.encoder, device=args.device)
+    provenance = {"thinkprobe_version": __version__, **encoder.provenance(), "stage": args.stage,
                   "params": params.to_dict()}
     rows, excluded = [], []
+    written: set[Path] = set()
     bar = tqdm(total=len(items), unit="trace", disable=args.quiet or len(items) < 2, file=sys.stderr)
     suffix = "graphml" if args.graph_format == "graphml" else "json"
     for res in analyze(items, params, encoder, stage=args.stage, chunk_size=args.chunk_size,
@@ -142,7 +184,9 @@ def cmd_analyze(args: argparse.Namespace) -> int:
             continue
         rows.append({**res.trace.ids(), **res.metrics})
         if out is not None:
-            write_graph(out / "graphs" / f"{res.trace.trace_id}.{suffix}", res.graph, args.graph_format)
+            graph_path = out / "graphs" / f"{res.trace.trace_id}.{suffix}"
+            write_graph(graph_path, res.graph, args.graph_format)
+            written.add(graph_path)
         else:
             print(json.dumps({**res.trace.ids(), "n_tus": res.graph.n, "metrics": res.metrics}))
     bar.close()
@@ -153,6 +197,10 @@ def cmd_analyze(args: argparse.Namespace) -> int:
         write_table(out / "metrics.parquet", pd.DataFrame(rows, columns=ids + list(METRIC_NAMES)), provenance)
         write_table(out / "exclusions.parquet",
                     pd.DataFrame(excluded, columns=["trace_id", "reason", "source", "stage"]), provenance)
+        stale = _remove_stale_graphs(out / "graphs", written)
+        if stale:
+            print(f"thinkprobe: removed {stale} graph file(s) of an earlier run from {out / 'graphs'}",
+                  file=sys.stderr)
     print(f"thinkprobe: analysed {len(rows)} trace(s), excluded {len(excluded)}"
           + (f"; results in {out}" if out else ""), file=sys.stderr)
     for row in excluded:
@@ -160,11 +208,22 @@ def cmd_analyze(args: argparse.Namespace) -> int:
     return 0
 
 
+def _remove_stale_graphs(folder: Path, written: set[Path]) -> int:
+    """Delete graph files in ``folder`` that this run did not write (a reused ``--out``); returns how many."""
+    if not folder.is_dir():
+        return 0
+    stale = [p for p in folder.iterdir() if p.suffix in (".json", ".graphml") and p.is_file() and p not in written]
+    for p in stale:
+        p.unlink()
+    return len(stale)
+
+
 def cmd_profile(args: argparse.Namespace) -> int:
     import pandas as pd
 
     from .metrics import LENGTH_METRICS
     from .outputs import read_table_metadata, write_table
+    from .params import Params
     from .profile import model_profiles, trace_profiles
 
     path = Path(args.metrics)
@@ -175,11 +234,13 @@ def cmd_profile(args: argparse.Namespace) -> int:
         raise ValueError(f"{path}: the metrics table has no rows")
     if args.by not in metrics.columns:
         raise ValueError(f"{path}: no column {args.by!r} to group by; columns: {list(metrics.columns)}")
+    out = _out_dir(args.out)
     exclude = LENGTH_METRICS if args.exclude_length else ()
-    traces, stats = trace_profiles(metrics, exclude)
+    dimensions = Params.from_dict({"profile": {"dimensions": args.dimensions}}).profile.dimensions
+    traces, stats = trace_profiles(metrics, exclude, dimensions)
     models = model_profiles(traces, args.by)
-    out = Path(args.out)
-    meta = {"source": str(path), "source_metadata": read_table_metadata(path), "excluded_metrics": list(exclude)}
+    meta = {"source": str(path), "source_metadata": read_table_metadata(path), "excluded_metrics": list(exclude),
+            "dimensions": dimensions}
     write_table(out / "profiles_traces.parquet", traces, meta)
     write_table(out / "profiles_models.parquet", models, meta)
     write_table(out / "zscore_stats.parquet", stats.reset_index(), meta)
@@ -201,11 +262,37 @@ def cmd_ablate(args: argparse.Namespace) -> int:
               if isinstance(t, Trace)]
     if not traces:
         raise ValueError(f"no analysable traces under {', '.join(args.paths)}")
-    table = pd.DataFrame(ablation(traces, params, load_encoder(params.encoder)))
+    table = pd.DataFrame(ablation(traces, params, load_encoder(params.encoder, device=args.device)))
     if args.out:
         write_table(args.out, table, {"params": params.to_dict(), "thinkprobe_version": __version__})
+    shares = [c for c in table.columns if c.startswith("class_")]
     with pd.option_context("display.width", 200, "display.max_columns", 30):
-        print(table.to_string(index=False, float_format=lambda v: f"{v:.3f}"))
+        print(table.drop(columns=shares).to_string(index=False, float_format=lambda v: f"{v:.3f}"))
+        print("\nboundary-class shares (all TU boundaries; none_soft = the part of none opened by layer 2)")
+        by_class = table.set_index("stage")[shares].T
+        by_class.index = [c.removeprefix("class_") for c in shares]
+        print(by_class.to_string(float_format=lambda v: f"{v:.3f}"))
+    return 0
+
+
+def cmd_agree(args: argparse.Namespace) -> int:
+    from .stats.agreement import compare_segment_texts, read_segment_file
+
+    missing = [p for p in (args.ref, args.hyp, args.text) if p and not Path(p).is_file()]
+    if missing:
+        raise FileNotFoundError(f"no such file: {', '.join(missing)}")
+    if args.tolerance < 0 or (args.k is not None and args.k < 1):
+        raise ValueError("--tolerance must be >= 0 and --k >= 1")
+    ref, hyp = read_segment_file(args.ref), read_segment_file(args.hyp)
+    if not ref:
+        raise ValueError(f"{args.ref}: no segments")
+    text = Path(args.text).read_text(encoding="utf-8") if args.text else None
+    scores = compare_segment_texts(ref, hyp, args.tolerance, args.k, text)
+    if args.json:
+        print(json.dumps(scores))
+        return 0
+    for key, value in scores.items():
+        print(f"{key:<16}{value:.4f}" if isinstance(value, float) else f"{key:<16}{value}")
     return 0
 
 
