@@ -79,6 +79,8 @@ rule traj_tables:
         comparisons="results/tables/trajectory_comparisons.parquet",
         mechanisms_figure="results/figures/trajectory_mechanisms.png",
         example_figure="results/figures/trajectory_example.png",
+        groups_figure="results/figures/trajectory_groups.png",
+        forest_figure="results/figures/trajectory_forest.png",
     params:
         tau=TRAJ["tau"],
         support=TRAJ["support"],

@@ -107,7 +107,8 @@ def test_two_items_through_the_rules_killed_mid_batch_and_resumed(tmp_path):
     join = pd.read_parquet(wd / "results/tables/trajectory_join.parquet")
     if join_status["joined"].any():
         assert set(join["marker"]) == {"BACK", "CRT", "SYN", "ANY"}
-    for fig in ("trajectory_mechanisms", "trajectory_example", "trajectory_join"):
+    for fig in ("trajectory_mechanisms", "trajectory_example", "trajectory_join", "trajectory_groups",
+                "trajectory_forest"):
         assert (wd / f"results/figures/{fig}.png").stat().st_size > 1000
     again = job_counts(snakemake(wd, "-n", "trajectories").stdout)
     assert not {rule for rule in again if rule.startswith("traj")}, again  # a finished run rerun does nothing

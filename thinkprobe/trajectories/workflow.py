@@ -96,7 +96,8 @@ class TrajectoryPlan:
             return []
         return ["results/trajectories/traces.parquet", "results/tables/trajectory_conditions.parquet",
                 "results/tables/trajectory_join.parquet", "results/figures/trajectory_mechanisms.png",
-                "results/figures/trajectory_example.png", "results/figures/trajectory_join.png"]
+                "results/figures/trajectory_example.png", "results/figures/trajectory_join.png",
+                "results/figures/trajectory_groups.png", "results/figures/trajectory_forest.png"]
 
 
 def _unit_of(path: str) -> dict[str, str]:
@@ -222,6 +223,15 @@ def build_tables(label_paths: Sequence[str], outputs: Mapping[str, str], tau: fl
                                 provenance=tag)
     else:
         _empty_figure(outputs["example_figure"], "no sampled trajectory")
+    if len(groups):
+        figures.group_profiles_plot(groups, [m for m in agg.PROFILE_METRICS if m in groups.columns],
+                                    outputs["groups_figure"], provenance=tag)
+    else:
+        _empty_figure(outputs["groups_figure"], "no model-task pair: no group profiles")
+    if len(summary):
+        figures.forest_plot(summary, outputs["forest_figure"], provenance=tag)
+    else:
+        _empty_figure(outputs["forest_figure"], "no matched comparison declared (trajectories.comparisons)")
     return {"traces": len(traces), "excluded": len(excluded)}
 
 
