@@ -81,10 +81,12 @@ rule traj_tables:
         example_figure="results/figures/trajectory_example.png",
         groups_figure="results/figures/trajectory_groups.png",
         forest_figure="results/figures/trajectory_forest.png",
+        disagreement="results/tables/trajectory_disagreement.parquet",
     params:
         tau=TRAJ["tau"],
         support=TRAJ["support"],
         comparisons=TRAJ["comparisons"],
+        aggregation={k: TRAJ[k] for k in ("group_fraction", "confidence", "disagreement_grid")},
         code=TRAJ_CODE["tables"],
     log:
         "results/logs/traj_tables.log",

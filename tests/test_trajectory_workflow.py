@@ -107,6 +107,9 @@ def test_two_items_through_the_rules_killed_mid_batch_and_resumed(tmp_path):
     join = pd.read_parquet(wd / "results/tables/trajectory_join.parquet")
     if join_status["joined"].any():
         assert set(join["marker"]) == {"BACK", "CRT", "SYN", "ANY"}
+    # one model: no model pair to compare, but the table and its contract columns exist
+    disagreement = pd.read_parquet(wd / "results/tables/trajectory_disagreement.parquet")
+    assert {"model_a", "model_b", "dominant_disagreement", "mechanism_disagreement"} <= set(disagreement.columns)
     for fig in ("trajectory_mechanisms", "trajectory_example", "trajectory_join", "trajectory_groups",
                 "trajectory_forest"):
         assert (wd / f"results/figures/{fig}.png").stat().st_size > 1000

@@ -180,9 +180,12 @@ def load_records(paths: Sequence[str]) -> list[dict[str, Any]]:
 
 
 def build_tables(label_paths: Sequence[str], outputs: Mapping[str, str], tau: float, support: str,
-                 comparisons: Sequence[Mapping[str, Any]] = ()) -> dict[str, int]:
-    """Per-trace table, exclusions, model x task conditions, variance decomposition, the paper's groups,
-    matched comparisons (``trajectories.comparisons``; empty table when none is declared), figures."""
+                 comparisons: Sequence[Mapping[str, Any]] = (), group_fraction: float = 0.25,
+                 confidence: float = 0.95, disagreement_grid: int = 11) -> dict[str, int]:
+    """Per-trace table, exclusions, model x task conditions, variance decomposition, the paper's groups
+    (top ``group_fraction`` of model-task pairs), matched comparisons (``trajectories.comparisons``, with
+    ``confidence`` t intervals; empty table when none is declared), cross-model disagreement per model pair
+    and item (on ``disagreement_grid`` relative positions; empty with one model), figures."""
     import pandas as pd
 
     from . import aggregates as agg
@@ -190,7 +193,8 @@ def build_tables(label_paths: Sequence[str], outputs: Mapping[str, str], tau: fl
     from .distributions import trajectory_record_to_states
 
     records = load_records(label_paths)
-    prov = provenance(TABLE_MODULES, {"tau": tau, "support": support}, label_paths)
+    prov = provenance(TABLE_MODULES, {"tau": tau, "support": support, "group_fraction": group_fraction,
+                                      "confidence": confidence, "disagreement_grid": disagreement_grid}, label_paths)
     traces, excluded = agg.trace_table(records, tau=tau, support=support)
     write_table(outputs["traces"], traces, prov)
     write_table(outputs["exclusions"], excluded, prov)
@@ -203,11 +207,17 @@ def build_tables(label_paths: Sequence[str], outputs: Mapping[str, str], tau: fl
         conditions = conditions.reset_index()
     write_table(outputs["conditions"], conditions, prov)
     write_table(outputs["variance"], variance, prov)
-    groups = agg.group_profiles(conditions)[0] if len(conditions) else pd.DataFrame()
+    groups = agg.group_profiles(conditions, fraction=group_fraction)[0] if len(conditions) else pd.DataFrame()
     write_table(outputs["groups"], groups, prov)
-    summary = (agg.matched_comparisons(traces, comparisons)[0] if comparisons and len(traces)
+    summary = (agg.matched_comparisons(traces, comparisons, confidence=confidence)[0] if comparisons and len(traces)
                else pd.DataFrame(columns=["comparison", "metric", "mean", "low", "high", "n"]))
     write_table(outputs["comparisons"], summary, {**prov, "comparisons": list(comparisons)})
+    disagreement = agg.disagreement([r for r in records if r.get("status") == "ok"], grid=disagreement_grid)
+    if disagreement.empty:
+        disagreement = pd.DataFrame(columns=["model_a", "model_b", "task", "question_id", "run",
+                                             "dominant_disagreement", "entropy_gap",
+                                             "gold_dominance_disagreement", "mechanism_disagreement"])
+    write_table(outputs["disagreement"], disagreement, prov)
     tag = f"thinkprobe trajectories, tau={tau}, {len(traces)} traces"
     if len(traces) and traces["mechanism"].notna().any():
         figures.mechanism_shares(traces, outputs["mechanisms_figure"], provenance=tag)

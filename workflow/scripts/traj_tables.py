@@ -6,5 +6,6 @@ with job_log(snakemake.log[0]) as log:
     from thinkprobe.trajectories.workflow import build_tables
 
     counts = build_tables(list(snakemake.input), dict(snakemake.output.items()), snakemake.params.tau,
-                          snakemake.params.support, snakemake.params.comparisons)
+                          snakemake.params.support, snakemake.params.comparisons,
+                          **dict(snakemake.params.aggregation))
     print(f"traj_tables: {counts}", file=log)
