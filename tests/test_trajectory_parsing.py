@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib
 import json
 
 import pytest
@@ -199,7 +200,7 @@ def test_parsing_is_deterministic_and_rejects_unknown_tasks():
 
 def test_question_loader_golds_parse_to_fixed_point_labels():
     """The question loaders' raw gold strings (the data contract) give the same labels as the files."""
-    questions = pytest.importorskip("thinkprobe.generate.questions")
+    questions = importlib.import_module("thinkprobe.generate.questions")
     bench = corpus_path("benchmarks")
     specs = [("gsm8k", "gsm8k/test.jsonl"), ("svamp", "svamp/SVAMP.json"),
              ("math", "math-evaluation-harness/data/math/DERIVED_algebra_test.jsonl"),

