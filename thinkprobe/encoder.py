@@ -306,6 +306,23 @@ def build_onnx_bert(folder: Path):
     return onnx.helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
 
 
+def padded_batches(ids: Sequence[Sequence[int]], batch_size: int):
+    """Length-sorted batches of token ids, right-padded with 0: yields ``(indices, input_ids, attention_mask)``.
+
+    Sorting by length keeps padding (wasted compute) small; ``indices`` say where each row's result goes.
+    """
+    order = sorted(range(len(ids)), key=lambda i: len(ids[i]))
+    for s in range(0, len(order), batch_size):
+        idx = order[s:s + batch_size]
+        width = max(len(ids[i]) for i in idx)
+        batch = np.zeros((len(idx), width), dtype=np.int64)
+        mask = np.zeros((len(idx), width), dtype=np.int64)
+        for r, i in enumerate(idx):
+            batch[r, :len(ids[i])] = ids[i]
+            mask[r, :len(ids[i])] = 1
+        yield idx, batch, mask
+
+
 def _cpu_count() -> int:
     try:
         return max(1, len(os.sched_getaffinity(0)))
@@ -355,15 +372,7 @@ class OnnxBackend:
         if not texts:
             return out
         ids = [e.ids for e in self.tokenizer.encode_batch(list(texts))]
-        order = sorted(range(len(ids)), key=lambda i: len(ids[i]))
-        for s in range(0, len(order), self.batch_size):
-            idx = order[s:s + self.batch_size]
-            width = max(len(ids[i]) for i in idx)
-            batch = np.zeros((len(idx), width), dtype=np.int64)
-            mask = np.zeros((len(idx), width), dtype=np.int64)
-            for r, i in enumerate(idx):
-                batch[r, :len(ids[i])] = ids[i]
-                mask[r, :len(ids[i])] = 1
+        for idx, batch, mask in padded_batches(ids, self.batch_size):
             out[idx] = self.session.run(None, {"input_ids": batch, "attention_mask": mask})[0]
         return out
 

@@ -29,7 +29,7 @@ from typing import Sequence
 import numpy as np
 import pandas as pd
 
-from ..encoder import Encoder, EncoderError
+from ..encoder import Encoder, EncoderError, padded_batches
 from ..metrics import METRIC_NAMES
 from ..profile import dimension_map, trace_profiles
 
@@ -104,15 +104,7 @@ class OnnxMeanPoolBackend:
     def encode(self, texts: Sequence[str]) -> np.ndarray:
         out = np.zeros((len(texts), self.dim), dtype=np.float32)
         ids = [e.ids for e in self.tokenizer.encode_batch(list(texts))] if texts else []
-        order = sorted(range(len(ids)), key=lambda i: len(ids[i]))
-        for s in range(0, len(order), self.batch_size):
-            idx = order[s:s + self.batch_size]
-            width = max(len(ids[i]) for i in idx)
-            batch = np.zeros((len(idx), width), dtype=np.int64)
-            mask = np.zeros((len(idx), width), dtype=np.int64)
-            for r, i in enumerate(idx):
-                batch[r, :len(ids[i])] = ids[i]
-                mask[r, :len(ids[i])] = 1
+        for idx, batch, mask in padded_batches(ids, self.batch_size):
             feed = {"input_ids": batch, "attention_mask": mask}
             if "token_type_ids" in self.inputs:
                 feed["token_type_ids"] = np.zeros_like(batch)
