@@ -56,7 +56,7 @@ import logging
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
-from typing import Any, Iterator, Mapping
+from typing import Any, Callable, Iterator, Mapping
 
 log = logging.getLogger("thinkprobe")
 
@@ -261,84 +261,81 @@ def last_boxed(text: str) -> str | None:
 # -------------------------------------------------------------------------------------------- loaders
 
 
-def _load_open(path: Path, name: str) -> Iterator[tuple[int, Question | _BadRecord]]:
+def _load_with(path: Path, build: Callable[[dict], Question | None]) -> Iterator[tuple[int, Question | _BadRecord]]:
+    """Every record of ``path`` through ``build``: a record that is not a JSON object, or that ``build``
+    rejects with :class:`_BadRecord`, is yielded as that error (with its line); ``None`` filters it out."""
     for line, rec in _iter_records(path):
-        if isinstance(rec, _BadRecord):
-            yield line, rec
-            continue
         try:
+            if isinstance(rec, _BadRecord):
+                raise rec
             if not isinstance(rec, dict):
                 raise _BadRecord(f"record is a {type(rec).__name__}, not an object")
-            qid = _field(rec, "id")
-            domain = rec.get("domain")
-            if domain is not None and not isinstance(domain, str):
-                raise _BadRecord("field 'domain' is not a string")
-            yield line, Question(qid, name, "open", _field(rec, "text"), domain or None)
+            question = build(rec)
         except _BadRecord as exc:
             yield line, exc
+            continue
+        if question is not None:
+            yield line, question
+
+
+def _load_open(path: Path, name: str) -> Iterator[tuple[int, Question | _BadRecord]]:
+    def build(rec: dict) -> Question:
+        qid = _field(rec, "id")
+        domain = rec.get("domain")
+        if domain is not None and not isinstance(domain, str):
+            raise _BadRecord("field 'domain' is not a string")
+        return Question(qid, name, "open", _field(rec, "text"), domain or None)
+
+    return _load_with(path, build)
 
 
 def _load_gsm8k(path: Path, name: str) -> Iterator[tuple[int, Question | _BadRecord]]:
     seen: dict[str, int] = {}
-    for line, rec in _iter_records(path):
-        try:
-            if isinstance(rec, _BadRecord):
-                raise rec
-            if not isinstance(rec, dict):
-                raise _BadRecord(f"record is a {type(rec).__name__}, not an object")
-            text = _field(rec, "question")
-            gold = gsm8k_gold(_field(rec, "answer"))
-            base = "gsm8k-" + hashlib.sha256(text.encode("utf-8")).hexdigest()[:10]
-            seen[base] = seen.get(base, 0) + 1
-            qid = base if seen[base] == 1 else f"{base}-{seen[base]}"
-            yield line, Question(qid, name, "gsm8k", text.strip(), gold=gold)
-        except _BadRecord as exc:
-            yield line, exc
+
+    def build(rec: dict) -> Question:
+        text = _field(rec, "question")
+        gold = gsm8k_gold(_field(rec, "answer"))
+        base = "gsm8k-" + hashlib.sha256(text.encode("utf-8")).hexdigest()[:10]
+        seen[base] = seen.get(base, 0) + 1
+        qid = base if seen[base] == 1 else f"{base}-{seen[base]}"
+        return Question(qid, name, "gsm8k", text.strip(), gold=gold)
+
+    return _load_with(path, build)
 
 
 def _load_svamp(path: Path, name: str) -> Iterator[tuple[int, Question | _BadRecord]]:
-    for line, rec in _iter_records(path):
-        try:
-            if isinstance(rec, _BadRecord):
-                raise rec
-            if not isinstance(rec, dict):
-                raise _BadRecord(f"record is a {type(rec).__name__}, not an object")
-            sid = rec.get("ID")
-            if not isinstance(sid, (str, int)) or isinstance(sid, bool) or str(sid).strip() == "":
-                raise _BadRecord("missing field 'ID'")
-            body = _field(rec, "Body").strip()
-            question = _field(rec, "Question").strip()
-            if "Answer" not in rec:
-                raise _BadRecord("missing field 'Answer'")
-            gold = number_string(rec["Answer"])
-            if body and body[-1] not in ".!?,;:":
-                body += "."
-            yield line, Question(f"svamp-{sid}", name, "svamp", f"{body} {question}".strip(), gold=gold)
-        except _BadRecord as exc:
-            yield line, exc
+    def build(rec: dict) -> Question:
+        sid = rec.get("ID")
+        if not isinstance(sid, (str, int)) or isinstance(sid, bool) or str(sid).strip() == "":
+            raise _BadRecord("missing field 'ID'")
+        body = _field(rec, "Body").strip()
+        question = _field(rec, "Question").strip()
+        if "Answer" not in rec:
+            raise _BadRecord("missing field 'Answer'")
+        gold = number_string(rec["Answer"])
+        if body and body[-1] not in ".!?,;:":
+            body += "."
+        return Question(f"svamp-{sid}", name, "svamp", f"{body} {question}".strip(), gold=gold)
+
+    return _load_with(path, build)
 
 
 def _load_math(path: Path, name: str, math_type: str | None) -> Iterator[tuple[int, Question | _BadRecord]]:
-    for line, rec in _iter_records(path):
-        try:
-            if isinstance(rec, _BadRecord):
-                raise rec
-            if not isinstance(rec, dict):
-                raise _BadRecord(f"record is a {type(rec).__name__}, not an object")
-            if math_type is not None and rec.get("type", rec.get("subject")) != math_type:
-                continue
-            problem = _field(rec, "problem")
-            gold = last_boxed(_field(rec, "solution"))
-            if gold is None or not gold.strip():
-                raise _BadRecord("solution has no \\boxed{...} answer")
-            idx = rec.get("idx")
-            if isinstance(idx, int) and not isinstance(idx, bool):
-                qid = f"math-{idx}"
-            else:
-                qid = "math-h" + hashlib.sha256(problem.encode("utf-8")).hexdigest()[:10]
-            yield line, Question(qid, name, "math", problem.strip(), gold=gold.strip())
-        except _BadRecord as exc:
-            yield line, exc
+    def build(rec: dict) -> Question | None:
+        if math_type is not None and rec.get("type", rec.get("subject")) != math_type:
+            return None
+        problem = _field(rec, "problem")
+        gold = last_boxed(_field(rec, "solution"))
+        if gold is None or not gold.strip():
+            raise _BadRecord("solution has no \\boxed{...} answer")
+        idx = rec.get("idx")
+        if isinstance(idx, int) and not isinstance(idx, bool):
+            qid = f"math-{idx}"
+        else:
+            qid = "math-h" + hashlib.sha256(problem.encode("utf-8")).hexdigest()[:10]
+        return Question(qid, name, "math", problem.strip(), gold=gold.strip())
+
+    return _load_with(path, build)
 
 
 _DIGIT_LABELS = {"1": "A", "2": "B", "3": "C", "4": "D", "5": "E"}
@@ -388,16 +385,11 @@ def _arc_record(rec: Mapping[str, Any]) -> tuple[str, str, str, tuple[tuple[str,
 
 
 def _load_arc(path: Path, name: str) -> Iterator[tuple[int, Question | _BadRecord]]:
-    for line, rec in _iter_records(path):
-        try:
-            if isinstance(rec, _BadRecord):
-                raise rec
-            if not isinstance(rec, dict):
-                raise _BadRecord(f"record is a {type(rec).__name__}, not an object")
-            rid, stem, gold, choices = _arc_record(rec)
-            yield line, Question(f"arc-{rid}", name, "arc", stem, gold=gold, choices=choices)
-        except _BadRecord as exc:
-            yield line, exc
+    def build(rec: dict) -> Question:
+        rid, stem, gold, choices = _arc_record(rec)
+        return Question(f"arc-{rid}", name, "arc", stem, gold=gold, choices=choices)
+
+    return _load_with(path, build)
 
 
 def builtin_path() -> Path:
