@@ -27,11 +27,14 @@ def test_layer3_percentile_thresholds_type_each_transition():
     edges, segments, th, bounds = semantic_trajectory(["none"] * 9, emb, TrajectoryParams())
     assert th["tau_branch"] == pytest.approx(np.percentile(sims, 25))
     assert th["tau_elab"] == pytest.approx(np.percentile(sims, 65))
-    kinds = [k for _, _, k in sorted(edges)]
+    # every consecutive pair has its SEQ edge (the backbone); typed transitions add one BRCH or ELAB edge
+    assert sorted((u, v) for u, v, k in edges if k == "SEQ") == [(j - 1, j) for j in range(1, 9)]
+    kinds = [next((k for u, v, k in edges if v == j and k != "SEQ"), "SEQ") for j in range(1, 9)]
     # sorted: .1 .2 .3 .5 .6 .7 .9 .95; P25 at rank 1.75 = 0.275 -> 0.1 and 0.2 branch;
-    # P65 at rank 4.55 = 0.6 + 0.55 * 0.1 = 0.655 -> 0.7, 0.9 and 0.95 elaborate; the rest are SEQ
+    # P65 at rank 4.55 = 0.6 + 0.55 * 0.1 = 0.655 -> 0.7, 0.9 and 0.95 elaborate; the rest are SEQ only
     assert th["tau_elab"] == pytest.approx(0.655)
     assert kinds == ["ELAB", "BRCH", "SEQ", "ELAB", "SEQ", "ELAB", "SEQ", "BRCH"]
+    assert len(edges) == 8 + 5
     assert segments == [0, 0, 1, 1, 1, 1, 1, 1, 2]
     # the two BRCH transitions are branch boundaries (TUs 2 and 8); the rest stay none
     assert bounds == ["none", "none", "branch", "none", "none", "none", "none", "none", "branch"]
@@ -45,7 +48,8 @@ def test_layer3_has_only_seq_elab_brch_and_the_branch_override():
     # sorted sims .01 .9 .95 .99: P25 = .01 + .75 * .89 = .6775, P65 = .9 + .95 * .05 = .9475;
     # the branch class forces BRCH at 1 (s = .9 would be SEQ); convergence and backtrack add no edge
     assert th["tau_branch"] == pytest.approx(0.6775) and th["tau_elab"] == pytest.approx(0.9475)
-    assert edges == [(0, 1, "BRCH"), (1, 2, "ELAB"), (2, 3, "ELAB"), (3, 4, "BRCH")]
+    assert [e for e in edges if e[2] != "SEQ"] == [(0, 1, "BRCH"), (1, 2, "ELAB"), (2, 3, "ELAB"), (3, 4, "BRCH")]
+    assert [e for e in edges if e[2] == "SEQ"] == [(j - 1, j, "SEQ") for j in range(1, 5)]
     assert segments == [0, 1, 1, 1, 2]
     assert bounds == ["none", "branch", "convergence", "backtrack", "branch"]
 

@@ -99,13 +99,14 @@ def test_edges_and_segments(result):
     assert g.attrs["tau_branch"] == pytest.approx(0.0)
     assert g.attrs["tau_elab"] == pytest.approx(0.78)
     expected = {
+        *((j - 1, j, "SEQ") for j in range(1, 8)),  # the SEQ backbone: every consecutive pair (App. F)
         (0, 1, "BRCH"),  # T1 is branch-class: structural override
         (1, 2, "ELAB"),  # s2 = 0.8 >= 0.78
-        (2, 3, "SEQ"),  # s3 = 0: not below tau_branch = 0; backtrack adds no layer-3 edge (Algorithm 1)
+        # (2, 3): SEQ only; s3 = 0 is not below tau_branch = 0; backtrack adds no layer-3 edge (Algorithm 1)
         (3, 4, "BRCH"),  # T4 is branch-class
         (4, 5, "ELAB"),  # s5 = 0.8 (meta is not an edge override)
         (5, 6, "ELAB"),  # s6 = 0.96
-        (6, 7, "SEQ"),  # s7 = 0; convergence adds no layer-3 edge
+        # (6, 7): SEQ only; s7 = 0; convergence adds no layer-3 edge
         # layer 4, synthesis: segments {T0}, {T1..T3}, {T4..T7}; T7 has cos 0.8 with centroid 0 (= T0) and
         # 2.04/sqrt(5.32) = 0.88 with centroid 1 (direction (1.2, 1.8, 0.8)), both above 0.50 and above its
         # cos 0 with the rest of its own segment (T4+T5+T6 = (0, 0, 0, 2.4, 1.4)); the representative of
@@ -174,6 +175,7 @@ def test_real_encoder_same_structure(encoder):
     edges = set(g.edges)
     assert {(0, 1, "BRCH"), (3, 4, "BRCH")} <= edges
     assert all(t in ("SEQ", "ELAB", "BRCH") for u, v, t in edges if v == u + 1)  # forward: layer 3 only
+    assert all((j - 1, j, "SEQ") in edges for j in range(1, g.n))  # the complete SEQ backbone
     assert all(u > v for u, v, t in edges if t in ("SYNT", "BACK", "CRIT"))  # layer 4 arcs point back
     assert g.node_types[0] == "HYP" and g.node_types[3] == "CRT" and g.node_types[5] == "MET"
     assert g.node_types[7] in ("SYN", "RFR", "HYP")

@@ -268,7 +268,7 @@ def cmd_ablate(args: argparse.Namespace) -> int:
     shares = [c for c in table.columns if c.startswith("class_")]
     with pd.option_context("display.width", 200, "display.max_columns", 30):
         print(table.drop(columns=shares).to_string(index=False, float_format=lambda v: f"{v:.3f}"))
-        print("\nboundary-class shares (all TU boundaries; none_soft = the part of none opened by layer 2)")
+        print("\nboundary-class shares (all TU boundaries; soft = opened by layer 2, none_soft = the part of it still none)")
         by_class = table.set_index("stage")[shares].T
         by_class.index = [c.removeprefix("class_") for c in shares]
         print(by_class.to_string(float_format=lambda v: f"{v:.3f}"))

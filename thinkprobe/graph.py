@@ -3,8 +3,9 @@
 A Thought Graph (paper §3.2) has one node per Thought Unit, in reading order, 8 node types in 4 families
 and 6 edge types. Edge directions, fixed here because the paper's rules need them consistent:
 
-* Every consecutive pair gets one forward edge ``v_{j-1} -> v_j`` (the sequential backbone), typed by
-  layer 3 as BRCH, ELAB or SEQ.
+* Every consecutive pair gets a SEQ edge ``v_{j-1} -> v_j``: the sequential backbone, the "default
+  sequential reading order" of Table 11. Layer 3 adds a second forward edge, BRCH or ELAB, where the
+  transition is typed (see reading 5 below).
 * SYNT, BACK and CRIT point backwards, from the later TU to the earlier one it integrates, revises or
   critiques, so that node rules 1-2 ("outgoing SYNT/BACK") label the integrating or revising TU, and
   cycles arise through the forward backbone exactly as the paper's Appendix F describes.
@@ -35,13 +36,20 @@ measured on R1-distill and R1/QwQ traces of the shared corpus (README, "Paper ve
    14% convergence share of App. H.4; Algorithm 1's (only convergence-class TUs) for 4.5%. We keep §3.4's
    rule and add that each bridged centroid must be closer to the TU than the centroid of the rest of its
    own segment: 15% of TUs become convergence, and CBC in full is 0.20 (paper 0.22).
-4. **Node rule 2 takes the backtrack class** (Algorithm 1's boundary-to-node map; Table 6 has CHR non-zero
+4. **The SEQ backbone is complete** (Table 11, App. F), not only the untyped transitions (§3.4: "all others
+   receive seq"). App. F reports that cycles arise "exclusively from synt edges interacting with the
+   sequential backbone" (the SEQ+SYNT subgraph has 97.5% of the traces with a cycle, about the full graph's
+   rate), and each SYNT arc ``v_j -> v_i`` closes a cycle of length ``j - i + 1`` "through the seq
+   backbone": both hold only if every consecutive pair has a SEQ edge. With §3.4's exclusive typing the
+   SEQ+SYNT subgraph of the R1-distill corpus had no cycle at all. The 19 metrics read only ``E_sem = E \
+   E_SEQ`` and the typed edges, so this reading changes none of their values.
+5. **Node rule 2 takes the backtrack class** (Algorithm 1's boundary-to-node map; Table 6 has CHR non-zero
    with structural boundaries only, where no edge exists), and **v0 is always HYP** (it has no boundary
    before it, and rules 1-2 cannot fire for it), so that every graph, one TU included, has its exploration
    node.
 
 Cost: layer 4 holds one ``n x n`` similarity matrix and emits at most ``synthesis_max_targets`` SYNT arcs
-and one backward arc per TU, so a graph has at most ``(2 + synthesis_max_targets) n`` edges; ``n`` is
+and one backward arc per TU, so a graph has at most ``(3 + synthesis_max_targets) n`` edges; ``n`` is
 bounded by ``segmentation.max_units``.
 """
 
@@ -151,7 +159,7 @@ class ThoughtGraph:
 
 
 def semantic_trajectory(boundaries: list[str], emb: np.ndarray, params: TrajectoryParams):
-    """Layer 3: forward edges typed BRCH/ELAB/SEQ, the branch override, segments and the two thresholds.
+    """Layer 3: the SEQ backbone plus a BRCH or ELAB edge on typed transitions, segments and the two thresholds.
 
     Returns ``(edges, segments, thresholds, boundaries)``; in the returned boundary classes a ``none`` TU
     whose incoming transition is BRCH is a ``branch`` boundary (the paper's "brch boundary").
@@ -177,7 +185,9 @@ def semantic_trajectory(boundaries: list[str], emb: np.ndarray, params: Trajecto
             kind = "ELAB"
         else:
             kind = "SEQ"
-        edges.append((j - 1, j, kind))
+        edges.append((j - 1, j, "SEQ"))
+        if kind != "SEQ":
+            edges.append((j - 1, j, kind))
         if kind == "BRCH":
             seg += 1
         segments[j] = seg

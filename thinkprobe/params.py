@@ -61,7 +61,8 @@ class TextTilingParams:
     window: int = _p(3, 1)  # sentences in each half-window
     prominence: float = _p(0.15, 0.0, 2.0)  # minimum prominence of a similarity minimum
     threshold_percentile: float = _p(30.0, **PERCENT)  # tau = P30 of the trace's block similarities
-    min_sentences: int = _p(2, 1)  # ours: a none paragraph with fewer sentences is never split
+    scope: str = _p("paragraphs", choices=("paragraphs", "none_spans"))  # Algorithm 1 (default) or §3.4's reading
+    min_sentences: int = _p(2, 1)  # ours: a paragraph with fewer sentences is never split
     max_unit_sentences: int = _p(24, 1)  # ours: a none paragraph with no valley is cut into parts of at most this
 
 

@@ -107,7 +107,7 @@ def _too_many_units(trace: Trace, n: int, params: Params, stage: str) -> Exclusi
 
 def _tile(spans: list[Span], emb_of: dict[tuple[int, int], np.ndarray],
           params: Params) -> tuple[list[Span], dict[str, Any]]:
-    """Layer 2 on one trace: valleys of the whole trace's block-similarity curve split ``none`` paragraphs."""
+    """Layer 2 on one trace: valleys of the whole trace's similarity curve split the paragraphs ``scope`` allows."""
     tp = params.texttiling
     sentences = [x for s in spans for x in s.sentences]
     emb = np.stack([emb_of[x] for x in sentences]) if sentences else np.zeros((0, 1), np.float32)
@@ -143,7 +143,9 @@ def _tile(spans: list[Span], emb_of: dict[tuple[int, int], np.ndarray],
 
 
 def _is_tileable(s: Span, params: Params) -> bool:
-    return s.boundary == "none" and s.kind == "paragraph" and len(s.sentences) >= params.texttiling.min_sentences
+    tp = params.texttiling
+    return (s.kind == "paragraph" and (tp.scope == "paragraphs" or s.boundary == "none")
+            and len(s.sentences) >= tp.min_sentences)
 
 
 def segment_traces(traces: list[Trace], params: Params, encoder: Encoder, layer2: bool = True,
@@ -275,15 +277,17 @@ def boundary_class_shares(graphs: Iterable[ThoughtGraph]) -> dict[str, float]:
     """Share of each boundary class among all TU boundaries (every TU but ``v0``) of ``graphs``.
 
     Classes are the graphs' final ones (after layer 3's branch and layer 4's convergence promotions), as
-    in the paper's Appendix H.4. ``none_soft`` is the part of ``none`` whose TU layer 2 opened (the
-    graph's ``soft_units``); the other keys sum to 1.
+    in the paper's Appendix H.4; they sum to 1. Two more shares, of all boundaries too: ``soft``, the
+    boundaries layer 2 opened whatever their final class (the graph's ``soft_units``; App. H.4 calls the
+    pipeline's NONE class "soft TextTiling boundaries"), and ``none_soft``, the part of them still ``none``.
     """
-    counts = dict.fromkeys((*BOUNDARY_CLASSES, "none_soft"), 0)
+    counts = dict.fromkeys((*BOUNDARY_CLASSES, "soft", "none_soft"), 0)
     total = 0
     for g in graphs:
         soft = set(g.attrs.get("soft_units", ()))
         for i, b in enumerate(g.boundaries[1:], start=1):
             counts[b] += 1
+            counts["soft"] += i in soft
             counts["none_soft"] += b == "none" and i in soft
             total += 1
     return {k: (v / total if total else 0.0) for k, v in counts.items()}

@@ -1,4 +1,4 @@
-"""Layer 2 of the extraction pipeline: TextTiling soft boundaries inside ``none`` paragraphs.
+"""Layer 2 of the extraction pipeline: TextTiling soft boundaries inside paragraphs.
 
 Paper §3.4, "Layer 2", and Appendix D (Algorithm 1, lines 10-15): at each gap between sentences ``k-1``
 and ``k`` of the trace, the similarity ``c_k = cos(mean(e[k-w:k]), mean(e[k:k+w]))`` compares the ``w =
@@ -13,18 +13,29 @@ third of all boundaries are soft ``none`` boundaries from TextTiling):
 * **The curve runs over the whole trace.** Algorithm 1 encodes "all sentences" and slides the window over
   them; §3.4 speaks of subdividing long ``none`` spans. We compute ``c_k`` over the trace's full sentence
   sequence (windows cross span boundaries, so a 3-sentence paragraph has the context it needs), and a
-  qualifying valley becomes a new boundary only where it falls strictly inside a ``none``-class paragraph
-  (a valley at an existing boundary adds nothing; headers, list items and cue spans are never split).
-  Tiling span by span, as the §3.4 wording suggests, gave 0.3 soft boundaries per R1-distill trace (2%
-  of boundaries): their paragraphs have 2-5 sentences, too few for a window of 3 on each side.
+  qualifying valley becomes a new boundary only where it falls strictly inside a paragraph (a valley at
+  an existing boundary adds nothing). Tiling span by span, as the §3.4 wording suggests, gave 0.3 soft
+  boundaries per R1-distill trace (2% of boundaries): their paragraphs have 2-5 sentences, too few for a
+  window of 3 on each side.
+* **Which paragraphs may be split** is ``texttiling.scope``. ``paragraphs`` (default): Algorithm 1 inserts
+  a NONE boundary at every qualifying minimum, so a paragraph that opens with a cue phrase is split too and
+  keeps its class on its first part only. ``none_spans``: §3.4's "long none-class spans" only. On 100
+  R1-distill traces the soft share of all boundaries is 18% with ``paragraphs`` and 12% with ``none_spans``
+  (App. H.4: 32%). Headers (with the span they absorbed) and list items are never split: the paper makes
+  each of them one TU.
 * **tau compares like with like.** §3.4 sets ``tau`` to the 30th percentile of "within-trace
   inter-sentence cosine similarities", Algorithm 1 (line 13) to that of "within-trace similarities" right
   after computing the block similarities. ``tau`` is the 30th percentile of the block similarities
   ``c_k`` of the trace. Single consecutive-sentence cosines are on a lower, noisier scale than 3-sentence
   block means: their P30 lay below nearly every block minimum, and layer 2 made 1 boundary in 430
   sentences.
+* **Width 3 is the half-window** (TextTiling's block size), not a whole window centred on a sentence
+  (one sentence on each side), though that reading would match §3.4's single-sentence tau. Measured: the
+  centred reading makes 30% of R1-distill boundaries soft, but single-sentence cosines are so noisy that
+  it also cuts a clean six-sentence paragraph on one topic at an off-topic-sounding sentence
+  (``tests/test_fidelity.py``, two topics of six sentences: two soft boundaries instead of one).
 
-Readings where the paper is silent: a ``none`` paragraph is split only when it has at least
+Readings where the paper is silent: a paragraph is split only when it has at least
 ``min_sentences`` (default 2) sentences; a paragraph with no valley that is still longer than
 ``max_unit_sentences`` (ours, default 24) sentences is cut into equal parts of at most that many, so that a
 degenerate loop (one sentence repeated 2,000 times: a flat curve, no valley) becomes many identical TUs
