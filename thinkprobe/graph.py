@@ -5,7 +5,7 @@ and 6 edge types. Edge directions, fixed here because the paper's rules need the
 
 * Every consecutive pair gets a SEQ edge ``v_{j-1} -> v_j``: the sequential backbone, the "default
   sequential reading order" of Table 11. Layer 3 adds a second forward edge, BRCH or ELAB, where the
-  transition is typed (see reading 5 below).
+  transition is typed (see reading 4 below).
 * SYNT, BACK and CRIT point backwards, from the later TU to the earlier one it integrates, revises or
   critiques, so that node rules 1-2 ("outgoing SYNT/BACK") label the integrating or revising TU, and
   cycles arise through the forward backbone exactly as the paper's Appendix F describes.
@@ -35,7 +35,8 @@ measured on R1-distill and R1/QwQ traces of the shared corpus (README, "Paper ve
    with the centroids of two prior segments) fires for 40% of all TUs on one-topic traces, against the
    14% convergence share of App. H.4; Algorithm 1's (only convergence-class TUs) for 4.5%. We keep §3.4's
    rule and add that each bridged centroid must be closer to the TU than the centroid of the rest of its
-   own segment: 15% of TUs become convergence, and CBC in full is 0.20 (paper 0.22).
+   own segment: 18% and 12% of the boundaries of two corpus sets become convergence, and CBC in full is
+   0.20 and 0.13 (paper 0.22).
 4. **The SEQ backbone is complete** (Table 11, App. F), not only the untyped transitions (§3.4: "all others
    receive seq"). App. F reports that cycles arise "exclusively from synt edges interacting with the
    sequential backbone" (the SEQ+SYNT subgraph has 97.5% of the traces with a cycle, about the full graph's

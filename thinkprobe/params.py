@@ -63,7 +63,7 @@ class TextTilingParams:
     threshold_percentile: float = _p(30.0, **PERCENT)  # tau = P30 of the trace's block similarities
     scope: str = _p("paragraphs", choices=("paragraphs", "none_spans"))  # Algorithm 1 (default) or §3.4's reading
     min_sentences: int = _p(2, 1)  # ours: a paragraph with fewer sentences is never split
-    max_unit_sentences: int = _p(24, 1)  # ours: a none paragraph with no valley is cut into parts of at most this
+    max_unit_sentences: int = _p(24, 1)  # ours: a paragraph with no valley is cut into parts of at most this
 
 
 @dataclass(frozen=True)

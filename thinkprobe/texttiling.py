@@ -20,7 +20,7 @@ third of all boundaries are soft ``none`` boundaries from TextTiling):
 * **Which paragraphs may be split** is ``texttiling.scope``. ``paragraphs`` (default): Algorithm 1 inserts
   a NONE boundary at every qualifying minimum, so a paragraph that opens with a cue phrase is split too and
   keeps its class on its first part only. ``none_spans``: §3.4's "long none-class spans" only. On 100
-  R1-distill traces the soft share of all boundaries is 18% with ``paragraphs`` and 12% with ``none_spans``
+  R1-distill traces the soft share of all boundaries is 19% with ``paragraphs`` and 12% with ``none_spans``
   (App. H.4: 32%). Headers (with the span they absorbed) and list items are never split: the paper makes
   each of them one TU.
 * **tau compares like with like.** §3.4 sets ``tau`` to the 30th percentile of "within-trace
