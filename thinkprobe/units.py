@@ -21,10 +21,26 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any, Iterable, Mapping
 
 from .corpus_inputs import adapt
 from .traces import Exclusion, RawRecord, iter_records, safe_id, walk_inputs
+
+
+UNIT_FIELDS = ("model", "question_set", "question_id", "run")
+
+
+def unit_path(unit: Mapping[str, Any], missing: str | None = None) -> str:
+    """``model/question_set/question_id/run`` of a unit mapping: its id in tables and messages.
+
+    ``missing`` stands in for an absent field; without it an absent field raises ``KeyError``.
+
+    >>> unit_path({"model": "m", "question_set": "s", "question_id": "q", "run": 1})
+    'm/s/q/1'
+    >>> unit_path({"model": "m"}, missing="?")
+    'm/?/?/?'
+    """
+    return "/".join(str(unit[k] if missing is None else unit.get(k, missing)) for k in UNIT_FIELDS)
 
 
 @dataclass(frozen=True, order=True)

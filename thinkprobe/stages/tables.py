@@ -11,6 +11,7 @@ from ..codedeps import stage_modules
 from ..metrics import METRIC_NAMES
 from ..outputs import atomic_write_text, provenance, read_table_metadata, sha256_file, write_json, write_table
 from ..profile import model_profiles, trace_profiles
+from ..units import unit_path
 from .unitfiles import read_unit
 
 ID_COLUMNS = ["trace_id", "model", "question_set", "question_id", "run", "domain", "record_id"]
@@ -28,7 +29,7 @@ def aggregate(metric_paths: list[str], problems: list[dict[str, str]], out_metri
     for path in metric_paths:
         doc = read_unit(path)
         ids = {**doc["unit"], **doc.get("ids", {})}
-        unit_id = "/".join(doc["unit"][k] for k in ("model", "question_set", "question_id", "run"))
+        unit_id = unit_path(doc["unit"])
         if doc["status"] == "ok":
             rows.append({"trace_id": unit_id, **{c: ids.get(c, "") for c in ID_COLUMNS[1:]}, **doc["metrics"]})
         else:

@@ -17,6 +17,7 @@ from typing import Any, Callable
 
 from ..outputs import atomic_write_bytes, provenance, write_json
 from ..timing import JobClock
+from ..units import unit_path
 
 STATUSES = ("ok", "missing", "excluded")
 
@@ -47,7 +48,7 @@ def unit_from_file(path: str | Path) -> dict[str, str]:
 def failure_doc(unit: dict[str, str], prov: dict[str, Any], stage: str, exc: BaseException,
                 upstream: dict[str, Any] | None = None) -> dict[str, Any]:
     """The ``excluded`` document of a unit whose processing raised; the traceback goes to stderr (the log)."""
-    unit_id = "/".join(unit[k] for k in ("model", "question_set", "question_id", "run"))
+    unit_id = unit_path(unit)
     print(f"unit {unit_id}: excluded in stage {stage}:", file=sys.stderr)
     traceback.print_exception(type(exc), exc, exc.__traceback__, file=sys.stderr)
     reason = str(exc) if isinstance(exc, UnitFileError) else f"internal error in {stage}: {type(exc).__name__}: {exc}"

@@ -12,6 +12,7 @@ import pandas as pd
 
 from ..metrics import DIMENSIONS, METRIC_NAMES
 from ..outputs import provenance, read_table_metadata, write_table
+from ..units import unit_path
 
 COMMON = ["outputs", "profile", "metrics", "stats.stages"]
 MODULES: dict[str, list[str]] = {
@@ -104,7 +105,7 @@ def cycles_stage(graph_paths: Sequence[str], cap: int, out_cycles: str, out_summ
             continue
         unit = doc["unit"]
         ids = {**unit, **(doc.get("ids") or {}),  # ids as the input states them, as in the metrics table
-               "trace_id": "/".join(unit[k] for k in ("model", "question_set", "question_id", "run"))}
+               "trace_id": unit_path(unit)}
         rows.extend(graph_cycle_rows(doc["graph"], ids, cap))
     table = pd.DataFrame(rows, columns=CYCLE_COLUMNS)
     prov = _prov("cycles", {"cycle_cap": cap}, graph_paths)
@@ -139,7 +140,7 @@ def read_traces(trace_paths: Sequence[str]):
             continue
         unit = doc["unit"]
         ids = {**unit, **(doc.get("ids") or {})}
-        out.append(Trace("/".join(unit[k] for k in ("model", "question_set", "question_id", "run")),
+        out.append(Trace(unit_path(unit),
                          doc["trace"]["text"], model=str(ids["model"]), question_id=str(ids["question_id"]),
                          run=str(ids["run"]), domain=str(ids.get("domain", "")), source=str(ids.get("source", path))))
     return out

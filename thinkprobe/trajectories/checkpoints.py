@@ -33,6 +33,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Mapping, Sequence
 
+from ..units import unit_path
+
 ANSWER_STATEMENT = re.compile(
     r"####|\\boxed\s*\{|\bfinal\s+answer\b|\bthe\s+(?:correct\s+)?answer\s+is\b|\banswer\s*:", re.IGNORECASE)
 _OPEN, _CLOSE = "<think>", "</think>"
@@ -269,7 +271,7 @@ def realized_from_unit(doc: Mapping[str, Any], tokenizer=None, task: str | None 
     something is missing.
     """
     unit = doc.get("unit") or {}
-    key = "/".join(str(unit.get(k, "?")) for k in ("model", "question_set", "question_id", "run"))
+    key = unit_path(unit, missing="?")
     if doc.get("status") != "ok":
         raise TraceError(f"{key}: the trace unit is {doc.get('status')!r}: {doc.get('reason') or 'no reason given'}")
     places = [doc.get("generation") or {}, doc, doc.get("trace") or {}, doc.get("question") or {}]

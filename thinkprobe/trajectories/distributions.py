@@ -14,6 +14,8 @@ import math
 from collections import Counter
 from typing import Any, Hashable, Mapping, Sequence
 
+from ..units import unit_path
+
 Label = Hashable
 State = Mapping[Any, float]
 
@@ -115,4 +117,4 @@ def trajectory_record_to_states(record: Mapping) -> list[dict[str | None, float]
 
 
 def _trace_name(record: Mapping) -> str:
-    return "/".join(str(record.get(k, "?")) for k in ("model", "question_set", "question_id", "run"))
+    return unit_path(record, missing="?")

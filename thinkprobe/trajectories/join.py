@@ -24,6 +24,8 @@ from __future__ import annotations
 
 from typing import Any, Iterable, Mapping, Sequence
 
+from ..units import unit_path
+
 MARKERS = ("BACK", "CRT", "SYN", "ANY")
 
 
@@ -130,7 +132,7 @@ def graphs_for(docs: Sequence[Mapping[str, Any]], analysis: Mapping[str, Any], m
             out[i] = f"excluded at sampling: {d.get('reason')}"
         else:
             u = d["unit"]
-            todo.append((i, Trace("/".join(str(u[k]) for k in ("model", "question_set", "question_id", "run")),
+            todo.append((i, Trace(unit_path(u),
                                   d["reasoning"]["text"], u["model"], u["question_id"], str(u["run"]))))
     if todo:
         encoder = load_encoder(params.encoder)

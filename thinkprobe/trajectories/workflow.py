@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
 from ..outputs import provenance, write_json, write_table
+from ..units import unit_path
 from .checkpoints import RealizedTrace, TraceError, realized_from_unit
 from .sampling import MODULES as SAMPLING_MODULES
 from .sampling import SamplingConfig, label_document, sample_traces
@@ -264,8 +265,8 @@ def join_batches(cont_paths: Sequence[str], label_paths: Sequence[str], outputs:
 
     docs = [d for p in cont_paths for d in read_batch(p)["documents"]]
     records = load_records(label_paths)
-    by_key = {tuple(str(r[k]) for k in ("model", "question_set", "question_id", "run")): r for r in records}
-    recs = [by_key.get(tuple(str(d["unit"][k]) for k in ("model", "question_set", "question_id", "run")),
+    by_key = {unit_path(r): r for r in records}
+    recs = [by_key.get(unit_path(d["unit"]),
                        {"status": "excluded", "reason": "no record"}) for d in docs]
     graphs = graphs_for(docs, analysis, min_words)
     rows, status = join_intervals(docs, recs, graphs)
