@@ -36,17 +36,15 @@ from .. import __version__
 from ..outputs import source_hash, write_json
 from ..units import UnitKey
 from .engine import Engine, Generation, SamplingSpec
+from .faults import TransientFailures  # noqa: F401 - raised here, and part of this module's API
 from .plan import unit_seed
 from .questions import Question, format_prompt
 from .reasoning import find_loop, split_reasoning
 
-MODULES = ["generate.collect", "generate.reasoning", "generate.plan", "generate.engine", "generate.vllm_engine",
+MODULES = ["generate.collect", "generate.faults", "generate.reasoning", "generate.plan", "generate.engine",
+           "generate.vllm_engine",
            "generate.http_engine", "generate.models", "generate.questions", "outputs", "units", "traces"]
 STORE_VERSION = 1
-
-
-class TransientFailures(RuntimeError):
-    """Some units could not be generated for a reason outside the unit (engine/endpoint); rerun to retry."""
 
 
 class StaleUnits(RuntimeError):
@@ -218,7 +216,7 @@ def _generate_chunk(engine: Engine, chunk: Sequence[Mapping[str, Any]], prompts:
                 stats["completion_tokens"] += len(comp.token_ids)
             if gen.error is not None or comp is None or comp.finish_reason == "error":
                 reason = gen.error or "the engine returned no completion"
-                if gen.info.get("transient"):
+                if gen.info.get("transient"):  # faults.is_transient: not stored, retried next run
                     failures[path] = reason
                 else:
                     final[path] = (u, gen, None, {"seed": seed, "error": reason})

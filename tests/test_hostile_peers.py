@@ -1,0 +1,301 @@
+"""Hostile and failing OpenAI-compatible peers on loopback: real HTTP servers in this process that redirect
+to another host, dribble bytes, send malformed replies or are down. The client under test is the real
+:class:`~thinkprobe.generate.http_engine.HttpEngine`, and through it continuation sampling and collection.
+
+Each test asserts what happened to every item (stored, or failed and retried next time) and that nothing
+finished changed."""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import pytest
+
+from thinkprobe.generate.engine import EngineError, SamplingSpec, open_engine
+from thinkprobe.generate.faults import TransientFailures
+
+KEY = "sk-thinkprobe-hostile-3c1d"
+
+
+class Peer:
+    """A small OpenAI-compatible server. ``posts`` is a callable (handler, body) -> None that answers a POST
+    (default: a fixed completion); ``models`` answers GET /v1/models. Records every request's path and
+    Authorization header."""
+
+    def __init__(self):
+        self.requests: list[tuple[str, str, str]] = []  # (method, path, authorization)
+        self.post = None
+        self.get = None
+        peer = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, *args):
+                pass
+
+            def send(self, status: int, data: bytes | str, headers: dict | None = None):
+                data = data.encode() if isinstance(data, str) else data
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                for k, v in (headers or {}).items():
+                    self.send_header(k, v)
+                self.end_headers()
+                self.wfile.write(data)
+
+            def do_GET(self):
+                peer.requests.append(("GET", self.path, self.headers.get("Authorization", "")))
+                if peer.get is not None:
+                    return peer.get(self)
+                self.send(200, json.dumps({"object": "list", "data": [{"id": "m", "max_model_len": 4096,
+                                                                       "owned_by": "stub"}]}))
+
+            def do_POST(self):
+                body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
+                peer.requests.append(("POST", self.path, self.headers.get("Authorization", "")))
+                if peer.post is not None:
+                    return peer.post(self, json.loads(body))
+                self.send(200, completion("The answer is 7."))
+
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.httpd.daemon_threads = True
+        self.origin = f"http://127.0.0.1:{self.httpd.server_address[1]}"
+        self.url = self.origin + "/v1"
+        threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
+
+    def close(self):
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+
+def completion(text: str, n: int = 1, chat: bool = False) -> str:
+    choice = ({"message": {"role": "assistant", "content": text}} if chat else {"text": text})
+    return json.dumps({"choices": [{"index": i, "finish_reason": "stop", **choice} for i in range(n)],
+                       "usage": {"prompt_tokens": 3, "completion_tokens": 4}})
+
+
+@pytest.fixture()
+def peers():
+    made: list[Peer] = []
+
+    def make() -> Peer:
+        made.append(Peer())
+        return made[-1]
+
+    yield make
+    for p in made:
+        p.close()
+
+
+def engine_for(url: str, monkeypatch, **extra):
+    monkeypatch.setenv("THINKPROBE_HOSTILE_KEY", KEY)
+    return open_engine({"name": "m", "backend": "openai", "base_url": url, "served_model": "m",
+                        "api_key_env": "THINKPROBE_HOSTILE_KEY", "timeout_s": 10.0, "max_retries": 1,
+                        "backoff_s": 0.01, **extra})
+
+
+# ---------------------------------------------------------------- redirects
+
+def test_a_redirect_to_another_host_never_carries_the_key(peers, monkeypatch):
+    a, b = peers(), peers()
+    # 1. the listing redirects to another host: the engine does not open, b never sees the key
+    a.get = lambda h: h.send(302, "", {"Location": b.url + "/models"})
+    with pytest.raises(EngineError, match="another host"):
+        engine_for(a.url, monkeypatch)
+    assert all(auth == "" for _, _, auth in b.requests)
+    assert not b.requests  # not followed at all
+    # 2. completions redirect (307 keeps the POST) to another host: that prompt's transient error
+    a.get = None
+    a.post = lambda h, body: h.send(307, "", {"Location": b.url + "/completions"})
+    engine = engine_for(a.url, monkeypatch)
+    gens = engine.generate([[1, 2, 3]], [SamplingSpec(max_tokens=4)])
+    assert gens[0].error and "another host" in gens[0].error and gens[0].info["transient"]
+    assert not b.requests
+    # 3. a redirect within the same origin is followed, with the key
+    moved = {"n": 0}
+
+    def same_origin(h, body):
+        if h.path.startswith("/v1/"):
+            return h.send(307, "", {"Location": "/v2/completions"})
+        moved["n"] += 1
+        h.send(200, completion("The answer is 7."))
+
+    a.post = same_origin
+    gens = engine.generate([[1, 2, 3]], [SamplingSpec(max_tokens=4)])
+    assert gens[0].error is None and gens[0].completions[0].text == "The answer is 7."
+    assert moved["n"] == 1
+    assert ("POST", "/v2/completions", f"Bearer {KEY}") in a.requests
+
+
+# ---------------------------------------------------------------- deadline
+
+def test_a_dribbling_peer_is_cut_at_the_total_deadline(peers, monkeypatch):
+    p = peers()
+    body = completion("x" * 400).encode()
+
+    def dribble(h, _):
+        h.send_response(200)
+        h.send_header("Content-Type", "application/json")
+        h.send_header("Content-Length", str(len(body)))
+        h.end_headers()
+        try:
+            for k in range(len(body)):  # one byte every 0.1 s: 40 s in all, each read well under timeout_s
+                h.wfile.write(body[k:k + 1])
+                h.wfile.flush()
+                time.sleep(0.1)
+        except OSError:
+            pass
+
+    p.post = dribble
+    engine = engine_for(p.url, monkeypatch, timeout_s=1.5, max_retries=1)
+    started = time.monotonic()
+    gens = engine.generate([[1, 2]], [SamplingSpec(max_tokens=4)])
+    took = time.monotonic() - started
+    assert gens[0].error and "deadline of 1.5 s" in gens[0].error and gens[0].info["transient"]
+    assert took < 8, f"two attempts of 1.5 s took {took:.1f} s"
+    assert sum(1 for m, _, _ in p.requests if m == "POST") == 2  # both attempts were made and cut
+
+
+# ---------------------------------------------------------------- malformed replies
+
+MALFORMED = {"list": "[]", "null": "null", "string-choices": '{"choices": "abc"}',
+             "number-text": '{"choices": [{"text": 5, "finish_reason": "stop"}]}',
+             "message-list": '{"choices": [{"message": ["a"]}]}', "not-json": "<html>oops</html>",
+             "bad-usage": '{"choices": [{"text": "a", "finish_reason": "stop"}], "usage": []}'}
+
+
+def test_malformed_replies_are_per_prompt_errors(peers, monkeypatch):
+    p = peers()
+    kinds = list(MALFORMED)
+
+    def answer(h, body):
+        kind = kinds[body["prompt"][0]] if body["prompt"][0] < len(kinds) else None
+        h.send(200, MALFORMED[kind] if kind else completion("The answer is 7."))
+
+    p.post = answer
+    engine = engine_for(p.url, monkeypatch, max_retries=0)
+    prompts = [[i, 50] for i in range(len(kinds))] + [[99, 50]]
+    gens = engine.generate(prompts, [SamplingSpec(max_tokens=4)] * len(prompts))
+    assert len(gens) == len(prompts)
+    for kind, g in zip(kinds, gens):
+        assert g.error and g.info["transient"], (kind, g.error)
+        assert "malformed reply" in g.error or "JSONDecodeError" in g.error, (kind, g.error)
+    assert gens[-1].error is None and gens[-1].completions[0].text == "The answer is 7."
+
+
+# ---------------------------------------------------------------- transient faults in the stores
+
+class Chars:
+    """One token per character (the realized traces below are written in it)."""
+
+    special_tokens_map: dict = {}
+
+    def decode(self, ids, skip_special_tokens=False):
+        return "".join(map(chr, ids))
+
+    def encode(self, text, add_special_tokens=False):
+        return [ord(c) for c in text]
+
+    def get_vocab(self):
+        return {chr(i): i for i in range(256)}
+
+    def __len__(self):
+        return 0x110000
+
+
+def _plans(cfg):
+    from thinkprobe.trajectories.checkpoints import RealizedTrace
+    from thinkprobe.trajectories.sampling import plan_trace
+
+    traces = []
+    for qid, prompt in (("q1", "Q: 3+4?"), ("q2", "REFUSE Q: 2+2?")):
+        comp = "<think>three plus four is seven, so seven</think>The answer is 7."
+        traces.append(RealizedTrace("m", "tiny", qid, "1", tuple(map(ord, prompt)), tuple(map(ord, comp)), comp,
+                                    None, "gsm8k", "7"))
+    return traces, [plan_trace(t, Chars(), cfg, 4096) for t in traces]
+
+
+def test_an_endpoint_outage_is_retried_by_the_next_run_and_a_refusal_is_stored(peers, monkeypatch, tmp_path):
+    from thinkprobe.trajectories.sampling import ContinuationStore, SamplingConfig, sample_plans
+
+    p = peers()
+    state = {"down": True}
+
+    def answer(h, body):
+        if "".join(map(chr, body["prompt"])).startswith("REFUSE"):
+            return h.send(400, '{"error": {"message": "this prompt is refused"}}')
+        if state["down"]:
+            return h.send(503, '{"error": {"message": "down for maintenance"}}')
+        h.send(200, completion("The answer is 7.", n=body["n"]))
+
+    p.post = answer
+    cfg = SamplingConfig(n=2, stride=16, max_tokens=8, seed=1)
+    traces, plans = _plans(cfg)
+    n_cp = [len(pl.checkpoints) for pl in plans]
+    assert all(n > 1 for n in n_cp) and not any(pl.excluded for pl in plans)
+    store = ContinuationStore(tmp_path / "store", cfg.digest(), {t.key: t.content_hash() for t in traces})
+    engine = engine_for(p.url, monkeypatch, max_retries=1)
+    with pytest.raises(TransientFailures, match=f"{n_cp[0]} of {sum(n_cp)} checkpoints") as err:
+        sample_plans(engine, plans, cfg, store)
+    assert "down for maintenance" in str(err.value)
+    # the outage left nothing in the store for q1; the refusal of q2 is stored with its reason
+    assert not store.parts(traces[0].key)
+    refused = store.entries([traces[1].key])
+    assert len(refused) == n_cp[1] and all(e["status"] == "error" and "refused" in e["reason"]
+                                           for e in refused.values())
+    before = {f: f.read_bytes() for f in store.parts(traces[1].key)}
+    # the endpoint is back: the next run samples exactly the checkpoints of q1, and does not retry q2
+    state["down"] = False
+    posts = sum(1 for m, _, _ in p.requests if m == "POST")
+    stats = sample_plans(engine, plans, cfg, store)
+    assert stats["prefixes"] == n_cp[0]
+    assert sum(1 for m, _, _ in p.requests if m == "POST") - posts == n_cp[0]
+    ok = store.entries([traces[0].key])
+    assert len(ok) == n_cp[0] and all(e["status"] == "ok" and len(e["continuations"]) == 2 for e in ok.values())
+    assert {f: f.read_bytes() for f in store.parts(traces[1].key)} == before  # nothing finished changed
+    assert len(ok) + len(refused) == sum(n_cp)  # stored + stored-with-reason = every checkpoint
+
+
+def test_a_malformed_reply_costs_one_unit_of_a_collect_chunk_not_the_chunk(peers, monkeypatch, tmp_path):
+    from thinkprobe.generate.collect import collect_batch, store_path
+    from thinkprobe.generate.plan import plan_collection
+
+    p = peers()
+    seen: list[str] = []
+
+    def answer(h, body):
+        text = body["messages"][0]["content"]
+        seen.append(text)
+        if len(set(seen)) == 1 and text == seen[0]:  # the first question: a reply that is a JSON list
+            return h.send(200, "[]")
+        h.send(200, completion("<think>Add them: 7.</think>The answer is 7.", chat=True))
+
+    p.post = answer
+    monkeypatch.setenv("THINKPROBE_HOSTILE_KEY", KEY)
+    cfg = {"models": {"m": {"backend": "openai", "base_url": p.url, "served_model": "m",
+                            "api_key_env": "THINKPROBE_HOSTILE_KEY", "timeout_s": 10, "max_retries": 0,
+                            "backoff_s": 0.01}},
+           "question_sets": {"tiny": {"source": "builtin", "limit": 3}},
+           "collection": {"jobs": [{"model": "m", "question_set": "tiny", "prompt_variant": "plain"}],
+                          "runs": 1, "seed": 0, "batch_questions": 10, "chunk_prompts": 8,
+                          "sampling": {"max_tokens": 24, "temperature": 0.6},
+                          "loop_detection": {"window": 3, "min_repeats": 3, "min_line_chars": 8, "max_retries": 0}}}
+    params = plan_collection(cfg).batch_params("m", "tiny", "c0000", cfg["collection"])
+    units = params["units"]
+    assert len(units) == 3
+    with pytest.raises(TransientFailures, match="1 of 3 units") as err:
+        collect_batch(open_engine, params, tmp_path)
+    assert "malformed reply" in str(err.value)
+    stored = [u for u in units if store_path(tmp_path, u["unit"]).exists()]
+    assert len(stored) == 2  # the good replies of the chunk are kept
+    before = {str(store_path(tmp_path, u["unit"])): store_path(tmp_path, u["unit"]).read_bytes() for u in stored}
+    manifest = collect_batch(open_engine, params, tmp_path)  # the peer now answers every question well
+    assert manifest["stats"]["generated"] == 1 and manifest["stats"]["already_stored"] == 2
+    assert all(v["status"] == "ok" for v in manifest["units"].values())
+    assert {k: open(k, "rb").read() for k in before} == before
+    for f in tmp_path.rglob("*.json"):
+        assert KEY not in f.read_text()
