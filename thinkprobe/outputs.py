@@ -145,7 +145,8 @@ def provenance(modules: Iterable[str], params: Mapping[str, Any] | None = None,
 
 
 def write_graph(path: str | os.PathLike, graph, fmt: str = "json") -> None:
-    """Write a Thought Graph as node-link JSON, or GraphML (nested attributes become JSON strings)."""
+    """Write a Thought Graph as node-link JSON, or GraphML (nested attributes become JSON strings; characters
+    XML cannot hold are replaced one for one and counted in ``xml_replaced_chars``, CR kept: :mod:`.xmlsafe`)."""
     if fmt == "json":
         write_json(path, graph.to_node_link())
         return
@@ -155,6 +156,8 @@ def write_graph(path: str | os.PathLike, graph, fmt: str = "json") -> None:
 
     import networkx as nx
 
+    from .xmlsafe import keep_carriage_returns, xml_safe
+
     g = graph.to_networkx()
     for key, value in list(g.graph.items()):
         if value is None:
@@ -163,6 +166,14 @@ def write_graph(path: str | os.PathLike, graph, fmt: str = "json") -> None:
             g.graph[key] = json.dumps(value, default=_json_default)
         elif hasattr(value, "item"):
             g.graph[key] = value.item()
+    replaced = 0  # characters XML cannot hold, replaced one for one (thinkprobe.xmlsafe)
+    for attrs in [g.graph, *(d for _, d in g.nodes(data=True)), *(d for _, _, d in g.edges(data=True))]:
+        for key, value in attrs.items():
+            if isinstance(value, str):
+                attrs[key], n = xml_safe(value)
+                replaced += n
+    if replaced:
+        g.graph["xml_replaced_chars"] = replaced
     buf = io.BytesIO()
     nx.write_graphml(g, buf)
-    atomic_write_bytes(path, buf.getvalue())
+    atomic_write_bytes(path, keep_carriage_returns(buf.getvalue()))
