@@ -13,6 +13,16 @@ try:
 except _traj_workflow.PlanError as exc:
     raise WorkflowError(str(exc))
 TRAJ_TARGETS = TRAJ_PLAN.targets()
+# Protected batches are refused for overwrite by the project itself (thinkprobe.protect): root can write them.
+from thinkprobe import protect as _protect
+from thinkprobe.trajectories.sampling import SamplingConfig as _SamplingConfig
+
+_TRAJ_IDENTITY = {m: _protect.identity(_SamplingConfig.from_config(TRAJ_PLAN.sampling()).as_dict(), cfg)
+                  for m, cfg in TRAJ_PLAN.models.items()}
+_overwrites = _protect.changed({f"results/continuations/{m}/{q}/{b}.json": _TRAJ_IDENTITY[m]
+                                for m, q, b in TRAJ_PLAN.batches})
+if _overwrites and not config["overwrite_protected"]:
+    raise WorkflowError(_protect.refusal(_overwrites))
 TRAJ_CODE = {
     "label": _traj_hash(_traj_workflow.LABEL_MODULES),
     "tables": _traj_hash(_traj_workflow.TABLE_MODULES),

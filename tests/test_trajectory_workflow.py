@@ -118,6 +118,19 @@ def test_two_items_through_the_rules_killed_mid_batch_and_resumed(tmp_path):
     again = job_counts(snakemake(wd, "-n", "trajectories").stdout)
     assert not {rule for rule in again if rule.startswith("traj")}, again  # a finished run rerun does nothing
 
+    # protection that holds for root (issue 19): a changed budget would re-sample the batch; the run stops
+    # before any job, naming the batch, and nothing finished changes
+    sealed, parts = batch.read_bytes(), _parts(wd)
+    cfg = _config()
+    cfg["trajectories"]["sampling"]["max_tokens"] = 20
+    (wd / "config/config.yaml").write_text(yaml.safe_dump(cfg, sort_keys=False))
+    proc = snakemake(wd, "trajectories", check=False)
+    assert proc.returncode != 0 and "refusing to overwrite 1 protected continuation batch" in proc.stderr + proc.stdout
+    assert "results/continuations/smollm2/gsm8k_demo/b0000.json (the sampling settings changed)" in proc.stderr
+    assert batch.read_bytes() == sealed and _parts(wd) == parts
+    forced = job_counts(snakemake(wd, "-n", "trajectories", "--config", "overwrite_protected=True").stdout)
+    assert forced.get("traj_sample") == 1  # the explicit way regenerates it
+
 
 @pytest.mark.parametrize("edit, message", [
     ({"stride": 0}, "trajectories.stride = 0 is not allowed: must be >= 1"),

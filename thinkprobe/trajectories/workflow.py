@@ -18,6 +18,7 @@ import time
 from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
+from .. import protect
 from ..outputs import provenance, write_json, write_table
 from ..units import unit_path
 from .checkpoints import RealizedTrace, TraceError, realized_from_unit
@@ -154,6 +155,7 @@ def sample_batch(trace_paths: Sequence[str], out_path: str, model_cfg: Mapping[s
     write_json(out_path, {"documents": docs, "stats": stats,
                           "provenance": provenance(SAMPLING_MODULES, cfg.as_dict(), trace_paths,
                                                    model=dict(model_cfg))})
+    protect.record(out_path, protect.identity(cfg.as_dict(), model_cfg))  # checked before a rerun overwrites it
     return stats
 
 

@@ -1,0 +1,91 @@
+"""Protection of expensive outputs that holds for root: the project refuses, not only the file mode.
+
+Snakemake's ``protected()`` makes a file read-only and refuses to overwrite a file it cannot write; root
+can write every file, so as root (CI, containers, many clusters) a changed sampling parameter silently
+re-sampled and replaced a continuation batch. The workflow therefore checks, at planning time and before any
+job starts, every continuation batch that exists against the settings that would produce it now:
+
+* each batch records its **identity** (the sampling configuration's digest and the model it was sampled
+  from) in a small sidecar beside it (``.{batch}.identity.json``, written by the sampling job; older batches
+  are read for the same fields);
+* a batch whose identity differs from the current config would be re-sampled: planning stops with a message
+  naming every such file and the two explicit ways to regenerate them (delete the named files, or run once
+  with ``--config overwrite_protected=True``). The continuation store keeps the old samples either way (it is
+  keyed by the sampling digest).
+
+Changes that re-sample nothing (an added question, an engine tuning knob, edited code) pass: the rerun takes
+every stored continuation from the store. Collection stores are protected by the collection job itself (a
+stored unit is never rewritten; a unit stored with other settings stops the job: ``StaleUnits``); collected
+trace files are re-derived from the store, so they hold the same reasoning whoever rewrites them.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from pathlib import Path
+from typing import Any, Mapping
+
+MODEL_KEYS = ("backend", "path", "served_model", "base_url", "tokenizer")
+
+
+def identity(sampling: Mapping[str, Any], model_cfg: Mapping[str, Any]) -> dict[str, Any]:
+    """What decides a batch's continuations: the sampling digest and the model's identity (not tuning knobs)."""
+    blob = json.dumps(dict(sampling), sort_keys=True, default=str).encode()
+    return {"sampling_sha256": hashlib.sha256(blob).hexdigest(),
+            "model": {k: model_cfg.get(k) for k in ("name", *MODEL_KEYS) if model_cfg.get(k) is not None}}
+
+
+def sidecar(path: str | os.PathLike) -> Path:
+    p = Path(path)
+    return p.with_name(f".{p.stem}.identity.json")
+
+
+def record(path: str | os.PathLike, ident: Mapping[str, Any]) -> None:
+    """Store ``ident`` beside the protected output ``path`` (atomically)."""
+    from .outputs import write_json
+
+    write_json(sidecar(path), dict(ident))
+
+
+def recorded(path: str | os.PathLike) -> dict[str, Any] | None:
+    """The identity recorded for an existing output: its sidecar, else read from the batch's own provenance."""
+    side = sidecar(path)
+    try:
+        return json.loads(side.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        pass
+    try:
+        with open(path, encoding="utf-8") as fh:
+            prov = json.load(fh).get("provenance") or {}
+        return identity(prov.get("params") or {}, prov.get("model") or {})
+    except (OSError, ValueError, AttributeError):
+        return None  # unreadable: Snakemake's own rules decide (an incomplete file is rerun anyway)
+
+
+def changed(expected: Mapping[str, Mapping[str, Any]]) -> list[tuple[str, str]]:
+    """``(path, what changed)`` for every existing output whose recorded identity differs from ``expected``."""
+    out = []
+    for path, want in expected.items():
+        if not os.path.exists(path):
+            continue
+        have = recorded(path)
+        if have is None:
+            continue
+        what = [k for k in ("sampling_sha256", "model") if have.get(k) != want.get(k)]
+        if what:
+            out.append((str(path), " and ".join("the sampling settings" if k == "sampling_sha256" else "the model"
+                                                for k in what)))
+    return out
+
+
+def refusal(changes: list[tuple[str, str]]) -> str:
+    """The planning error: the files that would be overwritten, why, and how to regenerate them on purpose."""
+    files = "\n".join(f"  {p} ({why} changed)" for p, why in changes[:20])
+    more = f"\n  ... and {len(changes) - 20} more" if len(changes) > 20 else ""
+    return (f"refusing to overwrite {len(changes)} protected continuation batch(es): the config now asks for "
+            f"other samples than they hold, and re-sampling costs GPU time.\n{files}{more}\n"
+            "Restore the previous settings, or regenerate them on purpose: delete the files named above, or run "
+            "once with --config overwrite_protected=True (the samples already taken stay in "
+            "results/continuations/_store either way).")
