@@ -12,6 +12,7 @@ rule import_traces:
         records=lambda w: PLAN.shard_records(w.question_set, w.question_id),
         require_think=ANALYSIS["input"]["require_think"],
         max_trace_bytes=ANALYSIS["input"]["max_trace_bytes"],
+        retry=lambda w: RETRY.get((w.question_set, w.question_id), ""),  # a changed input: rerun (thinkprobe.retry)
         code=CODE["import"],
     log:
         "results/logs/import_traces/{question_set}/{question_id}.log",

@@ -45,6 +45,9 @@ if not PLAN.records and not COLLECT.units:
         no_traces_message(PLAN, config["inputs"], config["units"]["models"], config["units"]["runs"])
     )
 
+from thinkprobe.retry import pending as _retry_pending
+
+RETRY = _retry_pending()  # shards whose input changed after an earlier planning: their import reruns
 MODELS = PLAN.models
 RUNS = PLAN.runs
 SHARDS = [(qset, qid) for qset, qids in PLAN.questions.items() for qid in qids]

@@ -126,7 +126,7 @@ def test_two_items_through_the_rules_killed_mid_batch_and_resumed(tmp_path):
     (wd / "config/config.yaml").write_text(yaml.safe_dump(cfg, sort_keys=False))
     proc = snakemake(wd, "trajectories", check=False)
     assert proc.returncode != 0 and "refusing to overwrite 1 protected continuation batch" in proc.stderr + proc.stdout
-    assert "results/continuations/smollm2/gsm8k_demo/b0000.json (the sampling settings changed)" in proc.stderr
+    assert "results/continuations/smollm2/gsm8k_demo/b0000.json (the sampling settings changed)" in proc.stderr + proc.stdout
     assert batch.read_bytes() == sealed and _parts(wd) == parts
     forced = job_counts(snakemake(wd, "-n", "trajectories", "--config", "overwrite_protected=True").stdout)
     assert forced.get("traj_sample") == 1  # the explicit way regenerates it

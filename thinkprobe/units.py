@@ -111,6 +111,11 @@ class InputError(ValueError):
     """An input entry of the configuration cannot be used at all (e.g. its path does not exist)."""
 
 
+class ChangedInput(InputError):
+    """A planned record is gone from its file or changed after planning: retried on the next run
+    (:mod:`thinkprobe.retry`), never a finished result."""
+
+
 def _unit_of(raw: RawRecord, entry: dict[str, Any]) -> tuple[UnitKey | None, str, dict[str, str]]:
     ids = raw.ids()
     model = ids["model"] or str(entry.get("model") or "")
@@ -202,9 +207,9 @@ def load_records(refs: Iterable[dict[str, Any]], max_bytes: int = 2_000_000
                 index.setdefault(raw.sha256, raw)
         for ref in wanted:
             raw = index.get(ref["sha256"])
-            out[record_key(ref)] = raw if raw is not None else InputError(
+            out[record_key(ref)] = raw if raw is not None else ChangedInput(
                 f"{path}: the record of {ref['trace_id']!r} is gone from its file or changed after the workflow "
-                "was planned; run again")
+                "was planned; the next run imports it again")
     return out
 
 

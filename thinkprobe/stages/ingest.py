@@ -12,18 +12,24 @@ from typing import Any
 
 from ..codedeps import stage_modules
 from ..traces import Exclusion, to_trace
-from ..units import InputError, UnitKey, load_records, record_key
+from ..retry import register
+from ..units import ChangedInput, InputError, UnitKey, load_records, record_key
 from .unitfiles import failure_doc, unit_doc, unit_provenance, write_unit_or_exclude
 
 
 def import_shard(unit_paths: list[str], records: dict[str, dict[str, Any] | None], outputs: list[str],
-                 require_think: bool, max_trace_bytes: int) -> dict[str, int]:
-    """Write one trace unit file per unit of a question shard; returns counts per status."""
+                 require_think: bool, max_trace_bytes: int, shard: tuple[str, str] | None = None,
+                 base: str = ".") -> dict[str, int]:
+    """Write one trace unit file per unit of a question shard; returns counts per status.
+
+    A unit whose record changed after planning is written ``excluded`` and, when ``shard`` (question set,
+    question id) is given, registered for the next run (:mod:`thinkprobe.retry`): it is retried, not lost."""
     if len(unit_paths) != len(outputs):
         raise ValueError(f"{len(unit_paths)} units but {len(outputs)} output paths")
     params = {"require_think": require_think, "max_trace_bytes": max_trace_bytes}
     loaded = load_records([r for r in records.values() if r], max_trace_bytes)
     counts = {"ok": 0, "missing": 0, "excluded": 0}
+    changed: list[str] = []
     for unit_path, out in zip(unit_paths, outputs):
         unit = UnitKey.from_path(unit_path).as_dict()
         ref = records.get(unit_path)
@@ -36,6 +42,11 @@ def import_shard(unit_paths: list[str], records: dict[str, dict[str, Any] | None
             doc = failure_doc(unit, prov, "import", exc)
         doc = write_unit_or_exclude(out, doc, "import")
         counts[doc["status"]] += 1
+        if isinstance(raw, ChangedInput):
+            changed.append(unit_path)
+    if changed and shard is not None:
+        register(shard[0], shard[1], changed, base)
+    counts["changed"] = len(changed)
     return counts
 
 
