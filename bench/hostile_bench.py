@@ -9,7 +9,10 @@ peak resident memory is its own. Classes, each under the input limit (``input.ma
 * ``list``: 3,000 list items (``- item i: ...``);
 * ``repeated``: one sentence repeated 2,000 times, one paragraph each (a looping model);
 * ``long_sentence``: one sentence of 10,000 words without punctuation;
-* ``prose``: 2 MB of distinct prose sentences in paragraphs of six.
+* ``prose``: 2 MB of distinct prose sentences in paragraphs of six;
+* ``paragraph_130k``: ONE paragraph of 130,000 short sentences (about 1.2 MB): one layer-1 span, but at least
+  5,417 TUs after layer 2 (issue 19: excluded before encoding, was excluded after encoding every sentence);
+* ``prose_1_9mb``: 1.9 MB of distinct prose sentences in paragraphs of twelve, under every cap (analysed).
 
 Prints one table: wall seconds (load of the encoder excluded), peak RSS, TUs, edges, the size of the graph
 as node-link JSON, and the redundancy ratio RR (a looping trace should score high).
@@ -28,7 +31,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 REPO = Path(__file__).resolve().parents[1]
-CLASSES = ("headers", "list", "repeated", "long_sentence", "prose")
+CLASSES = ("headers", "list", "repeated", "long_sentence", "prose", "paragraph_130k", "prose_1_9mb")
 
 
 def hostile_text(kind: str) -> str:
@@ -42,19 +45,22 @@ def hostile_text(kind: str) -> str:
     elif kind == "long_sentence":
         words = ["the", "value", "of", "each", "term", "depends", "on", "which", "previous", "step", "we", "took"]
         body = " ".join(f"{words[i % len(words)]}" for i in range(10_000))
-    elif kind == "prose":
+    elif kind == "paragraph_130k":
+        body = " ".join(f"Go {i}." for i in range(130_000))
+    elif kind in ("prose", "prose_1_9mb"):
         subjects = ["The first approach", "A second reading", "This estimate", "The boundary case", "Our claim",
                     "The other branch", "That assumption", "The final check"]
         verbs = ["suggests", "contradicts", "refines", "depends on", "simplifies", "revisits", "supports", "weakens"]
         objects = ["the earlier result", "the hidden premise", "the sum over all terms", "the answer from step three",
                    "an unexpected symmetry", "the rate of convergence", "the second derivative", "the total cost"]
         sentences, size, i = [], 0, 0
-        while size < 1_990_000:
+        target, per = (1_990_000, 6) if kind == "prose" else (1_900_000, 12)
+        while size < target:
             s = f"{subjects[i % 8]} {verbs[(i // 8) % 8]} {objects[(i // 64) % 8]} in case {i}."
             sentences.append(s)
             size += len(s) + 1
             i += 1
-        body = "\n\n".join(" ".join(sentences[k:k + 6]) for k in range(0, len(sentences), 6))
+        body = "\n\n".join(" ".join(sentences[k:k + per]) for k in range(0, len(sentences), per))
     else:
         raise ValueError(f"unknown class {kind!r}: one of {CLASSES}")
     return body

@@ -18,7 +18,7 @@ rule segment:
     threads: SEGMENT_THREADS
     resources:
         mem_mb=config["resources"]["analysis_mem_mb"],
-        runtime=5,
+        runtime=lambda wildcards, input: _segment_stage.runtime_minutes(input.size_mb),  # grows with the text
         **GPU_RESOURCES,
     conda:
         "../envs/gpu.yaml" if config["resources"]["encoder_gpu"] else "../envs/cpu.yaml"

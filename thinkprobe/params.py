@@ -64,6 +64,7 @@ class TextTilingParams:
     scope: str = _p("paragraphs", choices=("paragraphs", "none_spans"))  # Algorithm 1 (default) or §3.4's reading
     min_sentences: int = _p(2, 1)  # ours: a paragraph with fewer sentences is never split
     max_unit_sentences: int = _p(24, 1)  # ours: a paragraph with no valley is cut into parts of at most this
+    max_sentences: int = _p(50000, 1)  # ours: a trace with more sentences is excluded before layer 2 encodes any
 
 
 @dataclass(frozen=True)

@@ -7,7 +7,10 @@ hit), then graphs and metrics per trace. Every failure of one trace becomes an
 :class:`~thinkprobe.traces.Exclusion` naming the trace, the stage and the reason; the batch goes on.
 
 Cost bound: a trace cut into more than ``segmentation.max_units`` TUs (default 5,000; real traces have tens)
-is excluded after layer 1, before anything is encoded, or after layer 2; below it, layers 3-4 and the
+is excluded after layer 1, before anything is encoded; so is a trace whose layer-1 spans already imply more
+than that many TUs after layer 2 (a tileable paragraph of m sentences gives at least
+ceil(m / max_unit_sentences)), and one of more than ``texttiling.max_sentences`` sentences (layer 2 encodes
+every sentence); the check after layer 2 remains as a backstop. Below the caps, layers 3-4 and the
 metrics are at most quadratic in TUs with bounded memory (see :mod:`thinkprobe.graph`), and layer 2 is
 linear in sentences.
 
@@ -142,6 +145,25 @@ def _tile(spans: list[Span], emb_of: dict[tuple[int, int], np.ndarray],
     return out, info
 
 
+def _over_layer2_caps(spans: list[Span], params: Params) -> str | None:
+    """Why layer 2 must not run on this trace, from layer 1's spans alone (no encoding), or None.
+
+    Layer 2 encodes every sentence, and it never makes fewer TUs than ceil(m / max_unit_sentences) of a
+    tileable paragraph of m sentences (no part is longer), one of any other span: both bounds are known
+    before the encoder runs, so an over-cap trace costs its segmentation only (seconds, not minutes).
+    """
+    tp = params.texttiling
+    n_sent = sum(len(s.sentences) for s in spans)
+    if n_sent > tp.max_sentences:
+        return (f"too many sentences for layer 2: {n_sent} (maximum {tp.max_sentences}; "
+                "texttiling.max_sentences), excluded before encoding")
+    least = sum(-(-len(s.sentences) // tp.max_unit_sentences) if _is_tileable(s, params) else 1 for s in spans)
+    if least > params.segmentation.max_units:
+        return (f"too many thought units: at least {least} after layer2 (maximum {params.segmentation.max_units}; "
+                "segmentation.max_units), excluded before encoding")
+    return None
+
+
 def _is_tileable(s: Span, params: Params) -> bool:
     tp = params.texttiling
     return (s.kind == "paragraph" and (tp.scope == "paragraphs" or s.boundary == "none")
@@ -174,6 +196,11 @@ def segment_traces(traces: list[Trace], params: Params, encoder: Encoder, layer2
 
     tiling: dict[int, dict[str, Any]] = {}
     if layer2 and params.texttiling.enabled:
+        for i in list(layered):  # cost caps from layer 1's counts, before anything is encoded
+            reason = _over_layer2_caps(layered[i], params)
+            if reason:
+                results[i] = Exclusion(traces[i].trace_id, reason, traces[i].source, "layer2")
+                del layered[i]
         wanted = list(dict.fromkeys((i, a, b) for i, spans in layered.items() for s in spans for a, b in s.sentences))
         texts = [traces[i].text[a:b] for i, a, b in wanted]
         vecs = encoder.encode(texts)

@@ -25,6 +25,18 @@ from .unitfiles import (failure_doc, passthrough, read_unit, save_embeddings, un
                         unit_provenance, write_unit_or_exclude)
 
 
+RUNTIME_BASE_MIN = 5  # encoder start and a shard of ordinary traces
+RUNTIME_MIN_PER_MB = 6  # measured: a 1.9 MB prose trace took 494 s on the 2-core reference machine (bench/README.md)
+
+
+def runtime_minutes(input_mb: float) -> int:
+    """The segment rule's runtime (minutes) for a shard of ``input_mb`` MB of unit files: layer 2 encodes every
+    sentence, so the time grows with the text; twice the measured rate, so a trace under the caps finishes."""
+    import math
+
+    return RUNTIME_BASE_MIN + math.ceil(RUNTIME_MIN_PER_MB * max(0.0, input_mb))
+
+
 def _trace_of(doc: dict[str, Any]) -> Trace:
     return Trace(doc["trace_id"], doc["trace"]["text"], source=doc["trace"]["source"],
                  truncated=doc["trace"]["truncated"], offset=doc["trace"]["offset"],
