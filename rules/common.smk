@@ -15,6 +15,7 @@ from thinkprobe.stages import ingest as _ingest_stage
 from thinkprobe.stages import metrics as _metrics_stage
 from thinkprobe.stages import segment as _segment_stage
 from thinkprobe.stages import tables as _tables_stage
+from thinkprobe.traces import run_name
 from thinkprobe.units import InputError, discover, no_traces_message
 from thinkprobe.generate.plan import CollectionConfigError, join_collection
 
@@ -32,7 +33,7 @@ try:
         base=".",
         max_bytes=config["analysis"]["input"]["max_trace_bytes"],
         models=[str(m) for m in config["units"]["models"]],
-        runs=[str(r) for r in config["units"]["runs"]],
+        runs=[run_name(r) for r in config["units"]["runs"]],
     )
 except InputError as exc:
     raise WorkflowError(f"invalid input: {exc}")
@@ -40,6 +41,11 @@ try:  # collected units (config `collection`) join the grid: thinkprobe.generate
     COLLECT = join_collection(PLAN, config, base=".")
 except CollectionConfigError as exc:
     raise WorkflowError(f"invalid collection: {exc}")
+from thinkprobe.planchecks import unknown_grid_models
+
+_unknown_models = unknown_grid_models(config["units"]["models"], PLAN.found_models, COLLECT.models)
+if _unknown_models and (PLAN.records or COLLECT.units):  # with nothing at all, the message below says more
+    raise WorkflowError(_unknown_models)
 if not PLAN.records and not COLLECT.units:
     raise WorkflowError(
         no_traces_message(PLAN, config["inputs"], config["units"]["models"], config["units"]["runs"])

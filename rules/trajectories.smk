@@ -12,6 +12,12 @@ try:
     TRAJ_PLAN = _traj_workflow.TrajectoryPlan(config)
 except _traj_workflow.PlanError as exc:
     raise WorkflowError(str(exc))
+from thinkprobe.planchecks import uncollected_trajectories as _uncollected
+
+_not_collected = (_uncollected(TRAJ_PLAN.models, TRAJ_PLAN.questions, COLLECT.jobs)
+                  if TRAJ_PLAN.batches and TRAJ["enabled"] else None)
+if _not_collected:
+    raise WorkflowError(_not_collected)
 TRAJ_TARGETS = TRAJ_PLAN.targets()
 # Protected batches are refused for overwrite by the project itself (thinkprobe.protect): root can write them.
 from thinkprobe import protect as _protect

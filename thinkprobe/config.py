@@ -75,7 +75,7 @@ def validate_config(config: dict[str, Any], schema: dict[str, Any], source: str 
         raise ConfigError(f"{source}: the configuration must be a mapping, got {type(config).__name__}")
     filled = _fill_defaults(copy.deepcopy(config), schema)
     errors = sorted(Draft202012Validator(schema).iter_errors(filled), key=lambda e: list(e.absolute_path))
-    problems = [_describe(e) for e in errors]
+    problems = [_describe(e) for e in errors] + _non_finite(filled)
     if not problems:
         try:
             Params.from_dict(filled.get("analysis"), "analysis")
@@ -85,6 +85,19 @@ def validate_config(config: dict[str, Any], schema: dict[str, Any], source: str 
     if problems:
         raise ConfigError(f"invalid configuration ({source}):\n  - " + "\n  - ".join(problems))
     return filled
+
+
+def _non_finite(value: Any, path: str = "") -> list[str]:
+    """NaN and infinities, wherever they are: a schema bound compares False with NaN, so it would pass."""
+    import math
+
+    if isinstance(value, float) and not math.isfinite(value):
+        return [f"{path or '(top level)'} = {value!r} is not allowed: must be a finite number"]
+    if isinstance(value, dict):
+        return [p for k, v in value.items() for p in _non_finite(v, f"{path}.{k}" if path else str(k))]
+    if isinstance(value, list):
+        return [p for i, v in enumerate(value) for p in _non_finite(v, f"{path}.{i}")]
+    return []
 
 
 def _duplicates(values: list[Any]) -> list[str]:

@@ -114,6 +114,14 @@ def extract_reasoning(text: str, require_think: bool = True) -> Extracted:
     return Extracted(text, 0, False, "whole")
 
 
+def run_name(value: Any) -> str:
+    """A run as a name: a number with no fractional part is that integer (``1.0`` and ``1`` are run ``1``,
+    as YAML and JSON writers turn one into the other); anything else is its text."""
+    if isinstance(value, float) and value.is_integer():
+        return str(int(value))
+    return str(value)
+
+
 def safe_id(raw: Any) -> str:
     """A file name for an id, injective: two different ids never get the same name.
 
@@ -261,7 +269,7 @@ class RawRecord:
             "original_id": original,
             "model": str(r.get("model") or ""),
             "question_id": str(qid) if qid is not None else "",
-            "run": str(r.get("run") if r.get("run") is not None else ""),
+            "run": run_name(r.get("run")) if r.get("run") is not None else "",
             "domain": str(r.get("domain") or r.get("category") or ""),
         }
 

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any, Iterable, Mapping
 
 from .corpus_inputs import adapt
-from .traces import Exclusion, RawRecord, iter_records, safe_id, walk_inputs
+from .traces import Exclusion, RawRecord, iter_records, run_name, safe_id, walk_inputs
 
 
 UNIT_FIELDS = ("model", "question_set", "question_id", "run")
@@ -122,7 +122,7 @@ def _unit_of(raw: RawRecord, entry: dict[str, Any]) -> tuple[UnitKey | None, str
     if not model:
         return None, "no model: the record has no `model` field and the input entry sets no `model`", {}
     qid = ids["question_id"] or (raw.default_id if raw.record is None else ids["original_id"])
-    run = ids["run"] or str(entry.get("run", 1))
+    run = ids["run"] or run_name(entry.get("run", 1))
     original = {"model": model, "question_id": qid, "run": run, "record_id": ids["original_id"]}
     key = UnitKey(safe_id(model), safe_id(entry["question_set"]), safe_id(qid), safe_id(run))
     return key, ids["domain"], original
@@ -169,7 +169,7 @@ def discover(inputs: Iterable[dict[str, Any]], base: str | Path = ".", max_bytes
     found.found_models = sorted({dict(r.ids)["model"] for r in found.records.values()})
     found.found_runs = sorted({dict(r.ids)["run"] for r in found.records.values()}, key=lambda r: (len(r), r))
     found.models = [safe_id(m) for m in models] if models else sorted({k.model for k in found.records})
-    found.runs = [safe_id(str(r)) for r in runs] if runs else sorted({k.run for k in found.records},
+    found.runs = [safe_id(run_name(r)) for r in runs] if runs else sorted({k.run for k in found.records},
                                                                      key=lambda r: (len(r), r))
     questions: dict[str, set[str]] = {}
     for k in found.records:

@@ -20,6 +20,7 @@ from typing import Any, Callable, Mapping, Sequence
 
 from .. import protect
 from ..outputs import provenance, write_json, write_table
+from ..traces import run_name
 from ..units import unit_path
 from .checkpoints import RealizedTrace, TraceError, realized_from_unit
 from .sampling import MODULES as SAMPLING_MODULES
@@ -62,7 +63,7 @@ class TrajectoryPlan:
 
         self.config = config
         self.traj = config["trajectories"]
-        self.runs = [str(r) for r in self.traj["runs"]]
+        self.runs = [run_name(r) for r in self.traj["runs"]]
         self.models = {m: _named(config, "models", m, "models") for m in self.traj["models"]}
         self.questions: dict[str, dict[str, dict[str, Any]]] = {}
         for qset in self.traj["question_sets"] if self.models else []:

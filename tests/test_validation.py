@@ -1,0 +1,85 @@
+"""Every config value validated before any job (issue 19, item 8): NaN and infinities, sampling overrides
+at every level, names that must exist in another section, runs written as 1.0. Through the validator and the
+real workflow's planning (dry runs: no job starts)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from thinkprobe.config import ConfigError, load_schema, validate_config
+from thinkprobe.units import discover
+
+from .workflow_helpers import REPO, default_config, make_workdir, snakemake
+
+SCHEMA = load_schema(REPO / "config" / "schema.yaml")
+
+
+def _check(edit) -> str:
+    cfg = default_config()
+    edit(cfg)
+    with pytest.raises(ConfigError) as err:
+        validate_config(cfg, SCHEMA)
+    return str(err.value)
+
+
+@pytest.mark.parametrize("where, value", [
+    (("analysis", "trajectory", "elab_percentile"), float("nan")),
+    (("analysis", "segmentation", "max_units"), float("inf")),
+    (("trajectories", "tau"), float("nan")),
+    (("trajectories", "sampling", "temperature"), float("-inf")),
+    (("stats", "effect_small"), float("nan")),
+])
+def test_nan_and_infinities_are_rejected_naming_the_key(where, value):
+    def edit(cfg):
+        node = cfg
+        for k in where[:-1]:
+            node = node.setdefault(k, {})
+        node[where[-1]] = value
+
+    msg = _check(edit)
+    assert f"{'.'.join(where)} = {value!r} is not allowed" in msg
+
+
+def test_sampling_overrides_are_validated_at_every_level():
+    msg = _check(lambda c: c["collection"]["jobs"][1]["sampling"].update(temperature=-0.5))
+    assert "collection.jobs.1.sampling.temperature = -0.5 is not allowed: must be > 0" in msg
+    msg = _check(lambda c: c["collection"]["jobs"][1]["sampling"].update(temprature=0.7))
+    assert "collection.jobs.1.sampling" in msg and "'temprature' was unexpected" in msg
+    msg = _check(lambda c: c["models"]["smollm2"].update(sampling={"top_p": 1.5, "max_token": 3}))
+    assert "models.smollm2.sampling.top_p = 1.5 is not allowed: must be <= 1" in msg
+    assert "'max_token' was unexpected" in msg
+    ok = default_config()
+    ok["models"]["smollm2"]["sampling"] = {"temperature": 0.7, "stop": ["</answer>"]}
+    validate_config(ok, SCHEMA)  # the same keys as collection.sampling pass
+
+
+def test_names_that_must_exist_elsewhere_stop_planning(tmp_path):
+    cfg = default_config()
+    cfg["units"] = {"models": ["smollm2", "smolm2"]}  # a typo, with collection supplying the grid
+    proc = snakemake(make_workdir(tmp_path / "a", cfg), "-n", check=False)
+    out = proc.stdout + proc.stderr
+    assert proc.returncode != 0 and "units.models: ['smolm2'] name no model of the inputs" in out
+    assert "collected model (collection.jobs: ['smollm2'])" in out
+    cfg = default_config()
+    cfg["question_sets"]["extra"] = {"source": "builtin", "limit": 1}
+    cfg["trajectories"]["question_sets"] = ["gsm8k_demo", "extra"]
+    proc = snakemake(make_workdir(tmp_path / "b", cfg), "-n", check=False)
+    out = proc.stdout + proc.stderr
+    assert proc.returncode != 0 and "trajectories: smollm2 x extra is not collected" in out
+    assert "MissingInputException" not in out
+
+
+def test_a_run_written_1_0_is_run_1(tmp_path):
+    src = tmp_path / "runs.jsonl"
+    recs = [{"id": "a", "model": "m", "question_id": "q", "run": 1.0, "text": "<think>x y z.</think>"},
+            {"id": "b", "model": "m", "question_id": "q", "run": 1, "text": "<think>x y z w.</think>"},
+            {"id": "c", "model": "m", "question_id": "q", "run": 2.0, "text": "<think>x.</think>"}]
+    src.write_text("\n".join(json.dumps(r) for r in recs) + "\n")
+    found = discover([{"path": str(src), "question_set": "s"}])
+    assert found.runs == ["1", "2"]
+    assert [p.reason for p in found.problems] == ["duplicate unit m/s/q/1: already taken from " +
+                                                  f"{src}:1"]
+    found = discover([{"path": str(src), "question_set": "s"}], runs=[1.0])
+    assert found.runs == ["1"] and len(found.records) == 1
