@@ -164,7 +164,8 @@ def cmd_analyze(args: argparse.Namespace) -> int:
     if missing:
         raise FileNotFoundError(f"no such file or directory: {', '.join(missing)}")
     out = _out_dir(args.out)
-    items = list(read_traces(args.paths, params.input.require_think, params.input.max_trace_bytes))
+    items = list(read_traces(args.paths, params.input.require_think, params.input.max_trace_bytes,
+                             skip=[out] if out is not None else []))  # --out inside an input folder: not read
     if not items:
         raise ValueError(f"no trace files under {', '.join(args.paths)} (.txt, .md, .json, .jsonl)")
     encoder = load_encoder(params.encoder, device=args.device)

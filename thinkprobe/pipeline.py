@@ -240,7 +240,9 @@ def graph_of(seg: SegmentedTrace, params: Params, layers: str = "l4", timings: T
     texts = seg.texts
     graph_attrs = {**seg.trace.ids(), "source": seg.trace.source, "truncated": seg.trace.truncated,
                    "reasoning_offset": seg.trace.offset,
-                   "soft_units": [i for i, s in enumerate(seg.spans) if s.origin != "structural"], **(attrs or {})}
+                   "soft_units": [i for i, s in enumerate(seg.spans) if s.origin != "structural"],
+                   **({"dropped_think_blocks": seg.trace.dropped_blocks} if seg.trace.dropped_blocks else {}),
+                   **(attrs or {})}
     g = build_graph(texts, [(s.start, s.end) for s in seg.spans], [s.boundary for s in seg.spans],
                     seg.embeddings, [count_tokens(text[s.start:s.end]) for s in seg.spans],
                     params.trajectory, params.cross_segment, params.classification, layers, graph_attrs)

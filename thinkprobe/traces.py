@@ -43,6 +43,8 @@ JSONL_SUFFIXES = {".jsonl", ".ndjson"}
 
 _OPEN = re.compile(r"<think>", re.IGNORECASE)
 _CLOSE = re.compile(r"</think>", re.IGNORECASE)
+_TAG = re.compile(r"<(/?)think>", re.IGNORECASE)
+_LINE_END = re.compile(rb"\r\n|\r|\n")  # JSONL lines end in LF, CRLF or a lone CR (JSON strings hold neither raw)
 _SURROGATE = re.compile("[\ud800-\udfff]")
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
 BOM = b"\xef\xbb\xbf"
@@ -63,6 +65,7 @@ class Trace:
     truncated: bool = False
     offset: int = 0  # character offset of ``text`` inside the source document's text
     record_id: str = ""  # the id as the input states it (``trace_id`` is its file-safe form)
+    dropped_blocks: int = 0  # later <think> blocks of the source that are not in ``text`` (extract_reasoning)
 
     def ids(self) -> dict[str, Any]:
         return {"trace_id": self.trace_id, "model": self.model, "question_id": self.question_id,
@@ -88,10 +91,18 @@ class Extracted:
     offset: int
     truncated: bool
     how: str  # "think", "close-only", "unclosed", "whole", "none"
+    dropped: int = 0  # later think blocks not taken (see extract_reasoning)
 
 
 def extract_reasoning(text: str, require_think: bool = True) -> Extracted:
-    """Return the reasoning part of ``text``: the first ``<think>`` block, verbatim.
+    """Return the reasoning part of ``text``: the first think block, verbatim.
+
+    Tags are read in order (case-insensitive). When the first tag is ``</think>`` (the chat template opened
+    the block), the reasoning is what precedes it. When it is ``<think>``, the block runs to the ``</think>``
+    that closes it, nesting counted: ``<think>a <think>b</think> c</think>`` yields ``a <think>b</think> c``
+    (the outermost block, inner tags kept verbatim); with no closing tag it runs to the end and is
+    ``truncated``. Later blocks are not taken (joining them would break the character offsets): they are
+    counted in ``dropped`` so that the trace is marked, never dropped silently.
 
     >>> extract_reasoning("<think>a b</think>answer").text
     'a b'
@@ -99,19 +110,33 @@ def extract_reasoning(text: str, require_think: bool = True) -> Extracted:
     'close-only'
     >>> extract_reasoning("<think>a b").truncated
     True
+    >>> extract_reasoning("<think>a</think> so <think>b</think>").dropped
+    1
     """
-    m_open = _OPEN.search(text)
-    if m_open:
-        m_close = _CLOSE.search(text, m_open.end())
-        if m_close:
-            return Extracted(text[m_open.end():m_close.start()], m_open.end(), False, "think")
-        return Extracted(text[m_open.end():], m_open.end(), True, "unclosed")
-    m_close = _CLOSE.search(text)
-    if m_close:
-        return Extracted(text[:m_close.start()], 0, False, "close-only")
-    if require_think:
-        return Extracted(None, 0, False, "none")
-    return Extracted(text, 0, False, "whole")
+    tags = list(_TAG.finditer(text))
+    if not tags:
+        return Extracted(None, 0, False, "none") if require_think else Extracted(text, 0, False, "whole")
+    first = tags[0]
+    if first.group(1):  # a closing tag first
+        return Extracted(text[:first.start()], 0, False, "close-only", _later_blocks(tags[1:]))
+    depth = 0
+    for k, tag in enumerate(tags):
+        depth += -1 if tag.group(1) else 1
+        if depth == 0:
+            return Extracted(text[first.end():tag.start()], first.end(), False, "think", _later_blocks(tags[k + 1:]))
+    return Extracted(text[first.end():], first.end(), True, "unclosed")
+
+
+def _later_blocks(tags: list[re.Match]) -> int:
+    """Top-level ``<think>`` blocks among the tags after the reasoning (stray closing tags ignored)."""
+    depth = blocks = 0
+    for tag in tags:
+        if tag.group(1):
+            depth = max(0, depth - 1)
+        else:
+            blocks += depth == 0
+            depth += 1
+    return blocks
 
 
 def run_name(value: Any) -> str:
@@ -222,7 +247,8 @@ def trace_from_record(record: Any, default_id: str, source: str, require_think: 
         if not isinstance(reasoning, str):
             return Exclusion(trace_id, f"reasoning field is a {type(reasoning).__name__}, not a string", source)
         ext = extract_reasoning(reasoning, require_think=False)
-        return Trace(trace_id, ext.text or "", source=source, truncated=ext.truncated, offset=ext.offset, **ids)
+        return Trace(trace_id, ext.text or "", source=source, truncated=ext.truncated, offset=ext.offset,
+                     dropped_blocks=ext.dropped, **ids)
     text = _first(record, TEXT_FIELDS)
     if text is None:
         return Exclusion(trace_id, "no reasoning: the record has none of the fields "
@@ -239,7 +265,8 @@ def _trace_from_text(text: str, trace_id: str, source: str, require_think: bool,
     if ext.text is None:
         return Exclusion(trace_id, "no reasoning: no <think> block and no reasoning field "
                          "(analyse the whole text with require_think: false / --whole-text)", source)
-    return Trace(trace_id, ext.text, source=source, truncated=ext.truncated, offset=ext.offset, **meta)
+    return Trace(trace_id, ext.text, source=source, truncated=ext.truncated, offset=ext.offset,
+                 dropped_blocks=ext.dropped, **meta)
 
 
 def _decode(data: bytes, trace_id: str, source: str) -> str | Exclusion:
@@ -344,7 +371,7 @@ def iter_records(path: str | os.PathLike, max_bytes: int = InputParams.max_trace
 
 
 def _jsonl_records(data: bytes, stem: str, src: str) -> Iterator[RawRecord | Exclusion]:
-    for lineno, raw in enumerate(data.split(b"\n"), 1):
+    for lineno, raw in enumerate(_LINE_END.split(data), 1):
         if not raw.strip():
             continue
         default_id = f"{stem}-{lineno}"
@@ -384,8 +411,11 @@ def _kind(path: Path) -> str:
     return "not a regular file"
 
 
-def walk_inputs(paths: Iterable[str | os.PathLike]) -> Iterator[Path | Exclusion]:
+def walk_inputs(paths: Iterable[str | os.PathLike], skip: Iterable[str | os.PathLike] = ()) -> Iterator[Path | Exclusion]:
     """Expand directories (recursively, sorted) into trace files; files are passed through as given.
+
+    Folders in ``skip`` (e.g. the ``--out`` folder of ``thinkprobe analyze`` when it lies inside an input
+    folder: its graphs are JSON files) are not entered, so a rerun never reads its own outputs as traces.
 
     Inside a folder, entries with a trace suffix (``.txt``, ``.md``, ``.json``, ``.jsonl``, ...) that are
     hidden (the name starts with ``.``, including ``..txt``), dangling symbolic links or not regular files
@@ -393,6 +423,7 @@ def walk_inputs(paths: Iterable[str | os.PathLike]) -> Iterator[Path | Exclusion
     Entries with other suffixes are not traces and are ignored.
     """
     suffixes = TEXT_SUFFIXES | JSON_SUFFIXES | JSONL_SUFFIXES
+    skipped = [Path(d).resolve() for d in skip]
     for p in paths:
         p = Path(p)
         if not p.is_dir():
@@ -400,6 +431,8 @@ def walk_inputs(paths: Iterable[str | os.PathLike]) -> Iterator[Path | Exclusion
             continue
         for child in sorted(p.rglob("*")):
             if child.suffix.lower() not in suffixes:
+                continue
+            if skipped and any(d == child.resolve().parent or d in child.resolve().parents for d in skipped):
                 continue
             if child.name.startswith("."):
                 yield Exclusion(safe_id(child.name), "hidden file: not read (rename it without the leading '.' "
@@ -419,10 +452,12 @@ def iter_files(paths: Iterable[str | os.PathLike]) -> Iterator[Path]:
 
 
 def read_traces(paths: Iterable[str | os.PathLike], require_think: bool = True,
-                max_bytes: int = InputParams.max_trace_bytes) -> Iterator[Trace | Exclusion]:
-    """Yield every trace under ``paths`` (files, directories, JSONL), with ids made unique."""
+                max_bytes: int = InputParams.max_trace_bytes,
+                skip: Iterable[str | os.PathLike] = ()) -> Iterator[Trace | Exclusion]:
+    """Yield every trace under ``paths`` (files, directories, JSONL), with ids made unique; folders in
+    ``skip`` are not read (:func:`walk_inputs`)."""
     seen: dict[str, int] = {}
-    for path in walk_inputs(paths):
+    for path in walk_inputs(paths, skip):
         if isinstance(path, Exclusion):
             items: Iterable[Trace | Exclusion] = [path]
         elif not path.exists():

@@ -65,7 +65,8 @@ def _unit_document(unit: dict[str, str], unit_path: str, ref: dict[str, Any] | N
         return unit_doc(unit, "excluded", prov, item.reason, "import", trace_id=unit_path, ids=ids)
     return unit_doc(unit, "ok", prov, trace_id=unit_path, ids=ids,
                     trace={"text": item.text, "source": item.source, "truncated": item.truncated,
-                           "offset": item.offset})
+                           "offset": item.offset,
+                           **({"dropped_blocks": item.dropped_blocks} if item.dropped_blocks else {})})
 
 
 MODULES = stage_modules(__name__.removeprefix("thinkprobe."), "import_shard")

@@ -40,6 +40,7 @@ def runtime_minutes(input_mb: float) -> int:
 def _trace_of(doc: dict[str, Any]) -> Trace:
     return Trace(doc["trace_id"], doc["trace"]["text"], source=doc["trace"]["source"],
                  truncated=doc["trace"]["truncated"], offset=doc["trace"]["offset"],
+                 dropped_blocks=doc["trace"].get("dropped_blocks", 0),
                  model=doc["unit"]["model"], question_id=doc["unit"]["question_id"],
                  run=doc["unit"]["run"], domain=doc["ids"].get("domain", ""))
 
