@@ -18,6 +18,9 @@ Two guards keep one bad prompt from costing the batch, and the CPU engine from c
   when a call's prompt tokens (``n`` copies per prompt) exceed ``max_num_batched_tokens``. Such a call is
   cut, in order, into consecutive engine calls whose prefill fits one step.
 
+Process hygiene: the engine's child processes are killed, and its socket folder removed, when the job
+process dies in any way (:mod:`thinkprobe.generate.reaper`).
+
 Reproducibility: a seeded call gives the same completions when it is repeated with the same batch make-up
 AND the same prefix-cache state. A prompt served from the prefix cache is computed differently, and in bf16
 that can flip a near tie between two tokens, so the first call of a prompt and a later one may differ.
@@ -106,10 +109,19 @@ class VllmEngine:
         self.args = engine_args(model_cfg, self.on_cpu)
         self.version = engine_version()
         self.folder = folder
+        # the engine's processes and sockets die with this job, even on SIGKILL (thinkprobe.generate.reaper)
+        import tempfile
+
+        from . import reaper
+
+        self._scratch = tempfile.mkdtemp(prefix="thinkprobe-vllm-")
+        os.environ["VLLM_RPC_BASE_PATH"] = self._scratch
+        reaper.start(self._scratch)
         started = time.perf_counter()
         try:
             self._llm = LLM(model=str(folder), **self.args)
         except Exception as exc:  # vLLM raises many types; the message is what matters
+            self._remove_scratch()
             raise EngineError(f"model {self.model!r}: vLLM could not start on {folder}: {exc}") from exc
         self.start_seconds = time.perf_counter() - started
         tok_file = folder / "tokenizer.json"
@@ -181,9 +193,16 @@ class VllmEngine:
             gens.append(Generation(comps, len(toks), getattr(out, "num_cached_tokens", None), seconds, info=info))
         return gens
 
+    def _remove_scratch(self) -> None:
+        import shutil
+
+        if getattr(self, "_scratch", None):
+            shutil.rmtree(self._scratch, ignore_errors=True)
+
     def close(self) -> None:
         llm = getattr(self, "_llm", None)
         if llm is None:
+            self._remove_scratch()
             return
         self._llm = None
         try:
@@ -194,3 +213,4 @@ class VllmEngine:
         import gc
 
         gc.collect()
+        self._remove_scratch()
