@@ -6,9 +6,9 @@ only needs the keys a study changes; the ``analysis`` section's defaults are the
 kept identical to :class:`thinkprobe.params.Params` by a test.
 
 Beyond the schema, the checks that would otherwise fail only at run time (or as a Snakemake error that
-names no key) are made here too: a lexicon path that does not exist, an encoder model that is not
-available on this machine, and duplicate entries of ``units.models``/``units.runs`` (``1`` and ``"1"`` are
-the same run).
+names no key) are made here too: a lexicon path that does not exist, an encoder model (or the second
+encoder of ``stats.sensitivity_encoder``) that is not available on this machine, and duplicate entries of
+``units.models``/``units.runs`` (``1`` and ``"1"`` are the same run).
 """
 
 from __future__ import annotations
@@ -117,6 +117,14 @@ def run_time_problems(config: dict[str, Any], base: str | Path = ".") -> list[st
         problem = model_problem(str(model))
         if problem:
             problems.append(f"analysis.encoder.model = {model!r}: not available: {problem}")
+    stats = config.get("stats") if isinstance(config.get("stats"), dict) else {}
+    second = stats.get("sensitivity_encoder")
+    if second and isinstance(second, str):
+        from .stats.sensitivity import second_encoder_problem
+
+        problem = second_encoder_problem(second)
+        if problem:
+            problems.append(f"stats.sensitivity_encoder = {second!r}: not available: {problem}")
     for key in ("models", "runs"):
         values = units.get(key)
         dups = _duplicates(values) if isinstance(values, list) else []
