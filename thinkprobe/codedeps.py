@@ -246,3 +246,27 @@ def partial_source(entry: str) -> str:
 def stage_modules(module: str, *names: str, data: Iterable[str] = ()) -> list[str]:
     """``used_modules`` of ``names`` in ``module`` (dotted, e.g. ``"stages.graph"``), plus data files."""
     return sorted(set(used_modules([(module, n) for n in names])) | set(data))
+
+
+# What a rule script imports only to write its job's log (stderr, traceback, timings): part of no output.
+JOB_LOG_ENTRIES = frozenset({("stages.joblog", "job_log"), ("timing", "JobClock"), ("stages.unitfiles", "log_timing")})
+
+
+def script_entries(script: str | Path) -> list[Ref]:
+    """The thinkprobe names a rule script (``workflow/scripts/*.py``) imports, anywhere in it, as
+    ``(module, name)`` pairs, less :data:`JOB_LOG_ENTRIES`: the entry points of the rule's work."""
+    tree = ast.parse(Path(script).read_text(encoding="utf-8"))
+    refs: set[Ref] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            refs |= set(_import_refs("__main__", node).values())
+    return sorted((r for r in refs if r not in JOB_LOG_ENTRIES), key=lambda r: (r[0], r[1] or ""))
+
+
+def script_modules(script: str | Path, data: Iterable[str] = ()) -> list[str]:
+    """The modules a rule script's work reaches (:func:`used_modules` of :func:`script_entries`), plus data.
+
+    A rule whose work is one stage function passes that stage's own list (its outputs' provenance); a rule
+    whose script composes several calls (``figures``) derives its code hash here, from the script itself.
+    """
+    return sorted(set(used_modules(script_entries(script))) | set(data))

@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
 from .. import __version__
+from ..codedeps import used_modules
 from ..outputs import source_hash, write_json
 from ..units import UnitKey
 from .engine import Engine, Generation, SamplingSpec
@@ -40,8 +41,9 @@ from .plan import unit_seed
 from .questions import Question, format_prompt
 from .reasoning import find_loop, split_reasoning
 
-MODULES = ["generate.collect", "generate.reasoning", "generate.plan", "generate.engine", "generate.vllm_engine",
-           "generate.http_engine", "generate.models", "generate.questions", "outputs", "units", "traces"]
+# The collection rule's code, derived (thinkprobe.codedeps): the job and the engine factory it is given.
+MODULES = used_modules([("generate.collect", "collect_batch"), ("generate.collect", "write_trace_unit"),
+                        ("generate.engine", "open_engine")])
 STORE_VERSION = 1
 
 

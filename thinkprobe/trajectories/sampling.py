@@ -40,14 +40,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
+from ..codedeps import stage_modules
 from .checkpoints import (Checkpoint, RealizedTrace, Reasoning, TraceError, check_tokenizer, checkpoints,
                           engine_tokenizer_id, find_reasoning)
 from .forced import DEFAULT_ANSWER_CUES, forced_answer_text, forced_suffix_ids
 from .stopping import StoppingRule
 
 ESTIMATORS = ("full", "forced")
-MODULES = ["trajectories.checkpoints", "trajectories.forced", "trajectories.stopping", "trajectories.sampling",
-           "outputs"]
+MODULES = stage_modules("trajectories.sampling", "sample_traces")  # derived: thinkprobe.codedeps
 
 
 @dataclass(frozen=True)
