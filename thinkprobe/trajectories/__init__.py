@@ -65,16 +65,17 @@ from __future__ import annotations
 # The public names, imported on first use (PEP 562): importing a submodule (the CLI's, the workflow's) must
 # not pull pandas and every analysis module in through this package, and a rule's code hash
 # (thinkprobe.codedeps) must not include modules it never runs.
+from thinkprobe.trajectories.dynamics import dynamics  # eager: the function shares its submodule's name (light)
+
 _EXPORTS = {
     "MECHANISMS": "mechanisms",
-    "dynamics": "dynamics",
     "mechanism": "mechanisms",
     "parse_answer": "parsing",
     "trace_summary": "aggregates",
     "trajectory_record_to_states": "distributions",
 }
 
-__all__ = sorted(_EXPORTS)
+__all__ = sorted([*_EXPORTS, "dynamics"])
 
 
 def __getattr__(name: str):
@@ -88,4 +89,4 @@ def __getattr__(name: str):
 
 
 def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(_EXPORTS))
+    return sorted(set(globals()) | set(__all__))
