@@ -15,6 +15,8 @@ import json
 from dataclasses import dataclass, field, fields
 from typing import Any
 
+from .vocabulary import DIMENSION_MAPS, METRIC_NAMES
+
 
 class ParamsError(ValueError):
     """A parameter key or value is not acceptable; the message names the key and what is allowed."""
@@ -192,8 +194,6 @@ def _section_from_dict(section_cls, data: dict[str, Any] | None, where: str):
 
 
 def _dimension_spec(value: Any, where: str) -> str | dict:
-    from .metrics import DIMENSION_MAPS, METRIC_NAMES
-
     if isinstance(value, str):
         if value not in DIMENSION_MAPS:
             raise ParamsError(f"{where}: {value!r} is not a dimension map; built-in: {sorted(DIMENSION_MAPS)}")

@@ -8,7 +8,7 @@ import json
 import pandas as pd
 
 from ..codedeps import stage_modules
-from ..metrics import METRIC_NAMES
+from ..vocabulary import METRIC_NAMES
 from ..outputs import atomic_write_text, provenance, read_table_metadata, sha256_file, write_json, write_table
 from ..profile import model_profiles, trace_profiles
 from ..units import unit_path

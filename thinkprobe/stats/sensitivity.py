@@ -30,7 +30,7 @@ import numpy as np
 import pandas as pd
 
 from ..encoder import Encoder, EncoderError, padded_batches
-from ..metrics import METRIC_NAMES
+from ..vocabulary import METRIC_NAMES
 from ..profile import dimension_map, trace_profiles
 
 PACKAGED = {

@@ -11,7 +11,7 @@ from typing import Any, Sequence
 import pandas as pd
 
 from ..codedeps import stage_modules
-from ..metrics import DIMENSIONS, METRIC_NAMES
+from ..vocabulary import DIMENSIONS, METRIC_NAMES
 from ..outputs import provenance, read_table_metadata, write_table
 from ..units import unit_path
 
