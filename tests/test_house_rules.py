@@ -20,8 +20,7 @@ _RUNNER = r'''
 import runpy, sys
 from pathlib import Path
 
-script, tmp = sys.argv[1], Path(sys.argv[2])
-(tmp / "in").mkdir(parents=True, exist_ok=True)
+tmp = Path(sys.argv[2])
 
 
 class Files(list):
@@ -31,8 +30,10 @@ class Files(list):
         self.kind = kind
         super().__init__([self.path("first")])
 
+    tmp = tmp
+
     def path(self, name):
-        p = tmp / self.kind / name
+        p = self.tmp / self.kind / name
         if self.kind == "in":
             p.write_text("neither a table nor JSON\n")
         return str(p)
@@ -53,11 +54,28 @@ class Files(list):
 
 
 class Job:
-    input, output, params, wildcards = Files("in"), Files("out"), Files("in"), Files("in")
-    log, config, rule, threads = [str(tmp / "logs" / "job.log")], {}, "job", 1
+    config, rule, threads = {}, "job", 1
 
 
-runpy.run_path(script, init_globals={"snakemake": Job()}, run_name="__main__")
+import json, os, traceback
+
+results = {}
+for script in sys.argv[3:]:  # one process for all scripts: each runs as Snakemake runs it, in turn
+    job = tmp / Path(script).stem
+    (job / "in").mkdir(parents=True, exist_ok=True)
+    Files.tmp, Job.log = job, [str(job / "logs" / "job.log")]
+    Job.input, Job.output, Job.params, Job.wildcards = Files("in"), Files("out"), Files("in"), Files("in")
+    sys.stdout.flush()
+    stdout = os.dup(1)  # the engine jobs send fd 1 to their log: give it back for the next script
+    try:
+        runpy.run_path(script, init_globals={"snakemake": Job()}, run_name="__main__")
+        results[script] = None
+    except Exception as exc:  # the job failed: what Python would print last
+        results[script] = traceback.format_exception_only(type(exc), exc)[-1].strip()
+    finally:
+        os.dup2(stdout, 1)
+        os.close(stdout)
+print("RESULTS " + json.dumps(results))
 '''
 
 
@@ -97,18 +115,29 @@ def test_rule_script_runs_its_body_inside_job_log(script):
             assert ast.unparse(stmt.value) == "JobClock()", f"{script.name}: {ast.unparse(stmt)}"
 
 
-@pytest.mark.parametrize("script", SCRIPTS, ids=lambda s: f"{_family(s)}-{s.stem}")
-def test_a_failing_job_of_every_rule_leaves_its_traceback_in_its_log(tmp_path, script):
-    runner = tmp_path / "runner.py"
-    runner.write_text(_RUNNER)
-    proc = subprocess.run([sys.executable, str(runner), str(script), str(tmp_path / "job")], capture_output=True,
-                          text=True, timeout=300, cwd=REPO)
-    assert proc.returncode != 0, f"{script.name} did not fail on corrupt inputs:\n{proc.stdout}{proc.stderr}"
-    log = (tmp_path / "job" / "logs" / "job.log").read_text()
-    assert "Traceback (most recent call last)" in log, f"{script.name}: no traceback in its log:\n{log}"
-    error = proc.stderr.strip().splitlines()[-1]  # the exception the job failed with, as Python reports it
-    assert log.strip().splitlines()[-1] == error, f"{script.name}: the log does not end with {error!r}:\n{log}"
+@pytest.fixture(scope="module")
+def failed_jobs(tmp_path_factory):
+    """Every rule script run once with corrupt inputs (one process): {script: its exception, or None}."""
+    import json
 
+    tmp = tmp_path_factory.mktemp("jobs")
+    runner = tmp / "runner.py"
+    runner.write_text(_RUNNER)
+    proc = subprocess.run([sys.executable, str(runner), "-", str(tmp), *map(str, SCRIPTS)], capture_output=True,
+                          text=True, timeout=600, cwd=REPO)
+    line = next((ln for ln in proc.stdout.splitlines() if ln.startswith("RESULTS ")), None)
+    assert line, f"the runner failed:\n{proc.stdout[-2000:]}\n{proc.stderr[-3000:]}"
+    return tmp, json.loads(line[len("RESULTS "):])
+
+
+@pytest.mark.parametrize("script", SCRIPTS, ids=lambda s: f"{_family(s)}-{s.stem}")
+def test_a_failing_job_of_every_rule_leaves_its_traceback_in_its_log(failed_jobs, script):
+    tmp, results = failed_jobs
+    error = results[str(script)]
+    assert error, f"{script.name} did not fail on corrupt inputs"
+    log = (tmp / script.stem / "logs" / "job.log").read_text()
+    assert "Traceback (most recent call last)" in log, f"{script.name}: no traceback in its log:\n{log}"
+    assert log.strip().splitlines()[-1] == error, f"{script.name}: the log does not end with {error!r}:\n{log}"
 
 # ----------------------------------------------------- what a rule will need, checked with the config
 

@@ -2,8 +2,8 @@
 
 Errors name the key (as a dotted path), the value and what is allowed, and all of them are reported at
 once, before any job runs. Defaults come from the schema's ``default`` entries, so ``config/config.yaml``
-only needs the keys a study changes; the ``analysis`` section's defaults are the paper's constants and are
-kept identical to :class:`thinkprobe.params.Params` by a test.
+only needs the keys a study changes; the ``analysis`` section's schema (the paper's constants as defaults)
+is generated from :mod:`thinkprobe.params` (:func:`load_schema`).
 
 Beyond the schema, the checks that would otherwise fail only at run time (or as a Snakemake error that
 names no key) are made here too: a lexicon path that does not exist, an encoder model (or the second
@@ -24,11 +24,28 @@ class ConfigError(ValueError):
     """The configuration is invalid; the message lists every problem with its key and value."""
 
 
+GENERATED = "x-generated-from"
+
+
 def load_schema(path: str | Path) -> dict[str, Any]:
+    """The workflow schema, with its generated blocks filled in.
+
+    A block marked ``x-generated-from: thinkprobe.params.analysis_schema`` (the ``analysis`` section) is
+    replaced by what that function returns, so the paper's constants have one home (:mod:`thinkprobe.params`).
+    """
     import yaml
 
+    from .params import analysis_schema
+
     with open(path, encoding="utf-8") as fh:
-        return yaml.safe_load(fh)
+        schema = yaml.safe_load(fh)
+    generators = {"thinkprobe.params.analysis_schema": analysis_schema}
+    for key, block in (schema.get("properties") or {}).items():
+        if isinstance(block, dict) and GENERATED in block:
+            if block[GENERATED] not in generators:
+                raise ConfigError(f"{path}: {key}: unknown {GENERATED} {block[GENERATED]!r}")
+            schema["properties"][key] = {**generators[block[GENERATED]](), "description": block.get("description", "")}
+    return schema
 
 
 def _fill_defaults(instance: Any, schema: dict[str, Any]) -> Any:
