@@ -80,15 +80,18 @@ def vllm_engine():
 
 # ---- markers set by what a test really starts (issue 18): the fast loop is `pytest -m fast` -------------
 # A test is marked `engine` when its code (the test, the fixtures it uses and the test-module helpers they
-# call) starts an LLM engine (vLLM, its OpenAI server, SmolLM2), `workflow` when it runs Snakemake; `slurm`
-# and `slow` are marked by hand. Every other test is marked `fast`: `pytest -m fast` runs them all, with no
-# engine, no Snakemake run and no SLURM (README, "Tests").
+# call) starts an LLM engine (vLLM, its OpenAI server, SmolLM2), `workflow` when it runs Snakemake, `slow`
+# when it loads the torch encoder backend; `slurm` and other `slow` tests are marked by hand. Every other
+# test is marked `fast`: `pytest -m fast` runs them all, with no engine, no Snakemake run and no SLURM
+# (README, "Tests and benchmarks").
 import inspect as _inspect
 import re as _re
 
 _STARTS = {
     "engine": _re.compile(r"\bvllm_engine\b|vllm\.entrypoints|require\(\"vllm\"|smollm2|open_engine\(SMOLLM2"),
     "workflow": _re.compile(r"\bsnakemake\(|\"-m\", \"snakemake\"|\[\"snakemake\"|snakemake_bin|/snakemake\b"),
+    # the optional torch backend: importing torch costs about ten seconds of CPU per process
+    "slow": _re.compile(r"\bst_encoder\b|backend=\"sentence-transformers\"|\"sentence-transformers\"\]"),
 }
 _CALL = _re.compile(r"\b([A-Za-z_]\w*)\(")
 
@@ -132,5 +135,5 @@ def pytest_collection_modifyitems(config, items):
         marks = {name for name, pattern in _STARTS.items() if pattern.search(code)}
         for name in marks:
             item.add_marker(getattr(pytest.mark, name))
-        if not marks and not {"slurm", "slow"} & {m.name for m in item.iter_markers()}:
+        if not marks and not {"slurm", "slow", "engine", "workflow"} & {m.name for m in item.iter_markers()}:
             item.add_marker(pytest.mark.fast)

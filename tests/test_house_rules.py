@@ -285,3 +285,44 @@ def test_editing_the_encoder_reruns_traj_join_and_only_the_rules_that_encode(tmp
     assert {"traj_join", "segment", "stats_sensitivity", "stats_ablation", "stats_agreement"} <= changed
     assert not changed & {"graph", "metrics", "import_traces", "aggregate", "traj_label", "traj_tables", "collect",
                           "stats_kruskal", "stats_pages", "figures"}
+
+
+# ------------------------------------------------------------------------------ one home per fact
+
+def test_engine_and_model_defaults_live_in_one_module_and_the_schema_reads_them():
+    """The schema states no literal default for a model entry's keys; load_schema fills them from
+    thinkprobe.generate.defaults, and they satisfy the schema's own constraints."""
+    import re
+
+    from jsonschema import Draft202012Validator
+
+    from thinkprobe.config import load_schema
+    from thinkprobe.generate import defaults
+
+    text = (REPO / "config" / "schema.yaml").read_text()
+    models_block = text[text.index("\n  models:\n"):text.index("\n  question_sets:\n")]
+    entry_block = models_block[models_block.index("    additionalProperties:\n"):]
+    assert not re.search(r"[{,]\s*default:|^\s*default:", entry_block, re.M), "a literal default in a model entry"
+    entry = load_schema(REPO / "config" / "schema.yaml")["properties"]["models"]["additionalProperties"]
+    for name, values in [("MODEL_DEFAULTS", defaults.MODEL_DEFAULTS), ("HTTP_DEFAULTS", defaults.HTTP_DEFAULTS)]:
+        for key, value in values.items():
+            assert entry["properties"][key]["default"] == value, f"{name}.{key}"
+    engine = entry["properties"]["engine"]
+    assert {k: p["default"] for k, p in engine["properties"].items()} == defaults.VLLM_ENGINE_DEFAULTS
+    Draft202012Validator(entry).validate({"backend": "vllm", **defaults.MODEL_DEFAULTS, **defaults.HTTP_DEFAULTS,
+                                          "engine": defaults.VLLM_ENGINE_DEFAULTS})
+    from thinkprobe.generate import http_engine, plan, vllm_engine
+
+    assert http_engine.HTTP_DEFAULTS is defaults.HTTP_DEFAULTS and plan.MODEL_DEFAULTS is defaults.MODEL_DEFAULTS
+    assert vllm_engine.ENGINE_DEFAULTS is defaults.VLLM_ENGINE_DEFAULTS
+
+
+def test_a_default_for_an_undeclared_key_is_refused(tmp_path):
+    from thinkprobe.config import ConfigError, load_schema
+
+    schema = tmp_path / "schema.yaml"
+    schema.write_text("type: object\nproperties:\n  m:\n    type: object\n"
+                      "    x-defaults-from: thinkprobe.generate.defaults.HTTP_DEFAULTS\n"
+                      "    properties: {concurrency: {type: integer}}\n")
+    with pytest.raises(ConfigError, match="'timeout_s', which the schema does not declare"):
+        load_schema(schema)

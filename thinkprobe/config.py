@@ -45,7 +45,35 @@ def load_schema(path: str | Path) -> dict[str, Any]:
             if block[GENERATED] not in generators:
                 raise ConfigError(f"{path}: {key}: unknown {GENERATED} {block[GENERATED]!r}")
             schema["properties"][key] = {**generators[block[GENERATED]](), "description": block.get("description", "")}
+    _fill_declared_defaults(schema, str(path))
     return schema
+
+
+DEFAULTS_FROM = "x-defaults-from"
+
+
+def _fill_declared_defaults(node: Any, where: str) -> None:
+    """Set the ``default`` of every property of a block marked ``x-defaults-from: module.NAME`` (or a list)
+    from that dict, the default's one home; a key the dict names but the block lacks is an error."""
+    import importlib
+
+    if isinstance(node, list):
+        for item in node:
+            _fill_declared_defaults(item, where)
+        return
+    if not isinstance(node, dict):
+        return
+    sources = node.get(DEFAULTS_FROM)
+    for source in [sources] if isinstance(sources, str) else sources or []:
+        module, _, name = source.rpartition(".")
+        defaults = getattr(importlib.import_module(module), name)
+        props = node.get("properties") or {}
+        for key, value in defaults.items():
+            if key not in props:
+                raise ConfigError(f"{where}: {source} has a default for {key!r}, which the schema does not declare")
+            props[key]["default"] = value
+    for value in node.values():
+        _fill_declared_defaults(value, where)
 
 
 def _fill_defaults(instance: Any, schema: dict[str, Any]) -> Any:
