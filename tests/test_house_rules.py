@@ -326,3 +326,23 @@ def test_a_default_for_an_undeclared_key_is_refused(tmp_path):
                       "    properties: {concurrency: {type: integer}}\n")
     with pytest.raises(ConfigError, match="'timeout_s', which the schema does not declare"):
         load_schema(schema)
+
+
+def test_a_missing_question_set_file_stops_the_workflow_at_parse_time_naming_it(tmp_path):
+    """A question set a collection job uses is loaded when the workflow is parsed: a missing file is an
+    error naming the set and the file before any job runs (no engine is started)."""
+    import os
+
+    wd = tmp_path / "wd"
+    wd.mkdir()
+    (wd / "examples").symlink_to(REPO / "examples")
+    config = tmp_path / "missing-set.yaml"
+    config.write_text("question_sets:\n  gsm8k_demo: {source: gsm8k, path: examples/questions/no-such-file.jsonl}\n")
+    proc = subprocess.run([sys.executable, "-m", "snakemake", "-s", str(REPO / "Snakefile"), "-d", str(wd), "-n",
+                           "--configfile", str(REPO / "config" / "config.yaml"), str(config)],
+                          capture_output=True, text=True, timeout=300, cwd=wd,
+                          env={**os.environ, "PYTHONPATH": str(REPO)})
+    out = proc.stdout + proc.stderr
+    assert proc.returncode != 0
+    assert "question set 'gsm8k_demo'" in out and "no-such-file.jsonl" in out, out[-2000:]
+    assert "Job stats" not in out and not (wd / "results").exists()
