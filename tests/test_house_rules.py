@@ -346,3 +346,45 @@ def test_a_missing_question_set_file_stops_the_workflow_at_parse_time_naming_it(
     assert proc.returncode != 0
     assert "question set 'gsm8k_demo'" in out and "no-such-file.jsonl" in out, out[-2000:]
     assert "Job stats" not in out and not (wd / "results").exists()
+
+
+def test_failing_jobs_of_every_rule_family_leave_their_traceback_under_snakemake(tmp_path):
+    """Real Snakemake jobs, one per family, each given a corrupt input (or an unavailable model), fail; each
+    log ends with the job's traceback (the stats logs were empty before, issue 18)."""
+    import os
+
+    wd = tmp_path / "wd"
+    (wd / "results" / "tables").mkdir(parents=True)
+    (wd / "examples").symlink_to(REPO / "examples")
+    for name in ("metrics", "profiles"):
+        (wd / "results" / "tables" / f"{name}.parquet").write_text("not a Parquet file\n")
+    cont = wd / "results" / "continuations" / "smollm2" / "gsm8k_demo" / "b0000.json"
+    cont.parent.mkdir(parents=True)
+    cont.write_text("not JSON\n")
+    config = tmp_path / "broken.yaml"  # collection: a model folder that does not exist (fails before vLLM loads)
+    config.write_text("models:\n  smollm2: {backend: vllm, path: no-such-model-folder, device: cpu}\n")
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+
+    def run(rules, targets, *extra):
+        return subprocess.run([sys.executable, "-m", "snakemake", "-s", str(REPO / "Snakefile"), "-d", str(wd),
+                               "--cores", "1", "--keep-going", "--configfile", str(REPO / "config" / "config.yaml"),
+                               str(config), "--allowed-rules", *rules, *extra, "--", *targets],
+                              capture_output=True, text=True, timeout=600, cwd=wd, env=env)
+
+    jobs = {"stats_spearman": ("results/stats/spearman.parquet", "results/logs/stats/spearman.log"),
+            "figures": ("results/figures/profile_radar.png", "results/logs/figures.log"),
+            "traj_label": ("results/trajectories/smollm2/gsm8k_demo/b0000.json",
+                           "results/logs/traj_label/smollm2/gsm8k_demo/b0000.log"),
+            "collect": ("results/collect/smollm2/open_demo/c0000.json", "results/logs/collect/smollm2/open_demo/c0000.log")}
+    first = run(list(jobs), [t for t, _ in jobs.values()])
+    assert first.returncode != 0
+    (wd / "results" / "tables" / "profiles.parquet").unlink()  # the analysis family: profiles from the metrics
+    second = run(["profiles"], ["results/tables/profiles.parquet"])
+    assert second.returncode != 0
+    jobs["profiles"] = ("results/tables/profiles.parquet", "results/logs/profiles.log")
+    for rule, (target, log) in jobs.items():
+        assert not (wd / target).exists(), rule
+        text = (wd / log).read_text() if (wd / log).exists() else ""
+        assert "Traceback (most recent call last)" in text, f"{rule}: no traceback in {log}:\n{text[-1500:]}"
+        assert text.strip().splitlines()[-1].split(":")[0].endswith(("Error", "Exception", "Invalid")), \
+            f"{rule}: the log does not end with the error: {text.strip().splitlines()[-1]}"
