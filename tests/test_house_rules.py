@@ -361,8 +361,11 @@ def test_failing_jobs_of_every_rule_family_leave_their_traceback_under_snakemake
     cont = wd / "results" / "continuations" / "smollm2" / "gsm8k_demo" / "b0000.json"
     cont.parent.mkdir(parents=True)
     cont.write_text("not JSON\n")
-    config = tmp_path / "broken.yaml"  # collection: a model folder that does not exist (fails before vLLM loads)
-    config.write_text("models:\n  smollm2: {backend: vllm, path: no-such-model-folder, device: cpu}\n")
+    config = tmp_path / "broken.yaml"  # collection: an endpoint that is down (known only when the job runs)
+    config.write_text(
+        "models:\n  down: {backend: openai, base_url: 'http://127.0.0.1:9/v1', max_retries: 0, timeout_s: 5}\n"
+        "collection:\n  jobs:\n    - {model: smollm2, question_set: open_demo}\n"
+        "    - {model: smollm2, question_set: gsm8k_demo, runs: 1}\n    - {model: down, question_set: open_demo}\n")
     env = {**os.environ, "PYTHONPATH": str(REPO)}
 
     def run(rules, targets, *extra):
@@ -375,7 +378,7 @@ def test_failing_jobs_of_every_rule_family_leave_their_traceback_under_snakemake
             "figures": ("results/figures/profile_radar.png", "results/logs/figures.log"),
             "traj_label": ("results/trajectories/smollm2/gsm8k_demo/b0000.json",
                            "results/logs/traj_label/smollm2/gsm8k_demo/b0000.log"),
-            "collect": ("results/collect/smollm2/open_demo/c0000.json", "results/logs/collect/smollm2/open_demo/c0000.log")}
+            "collect": ("results/collect/down/open_demo/c0000.json", "results/logs/collect/down/open_demo/c0000.log")}
     first = run(list(jobs), [t for t, _ in jobs.values()])
     assert first.returncode != 0
     (wd / "results" / "tables" / "profiles.parquet").unlink()  # the analysis family: profiles from the metrics
@@ -388,3 +391,19 @@ def test_failing_jobs_of_every_rule_family_leave_their_traceback_under_snakemake
         assert "Traceback (most recent call last)" in text, f"{rule}: no traceback in {log}:\n{text[-1500:]}"
         assert text.strip().splitlines()[-1].split(":")[0].endswith(("Error", "Exception", "Invalid")), \
             f"{rule}: the log does not end with the error: {text.strip().splitlines()[-1]}"
+
+
+def test_a_collection_model_that_is_not_available_here_is_refused_with_its_key(tmp_path):
+    from thinkprobe.config import ConfigError, load_schema, validate_config
+
+    (tmp_path / "folder-without-config").mkdir()
+    for path, says in [("no-such-model-folder", "does not exist"), (str(tmp_path / "folder-without-config"),
+                                                                     "has no config.json")]:
+        cfg = {"inputs": [{"path": "x", "question_set": "s"}],
+               "models": {"m": {"backend": "vllm", "path": path}}, "question_sets": {"q": {"source": "builtin"}},
+               "collection": {"jobs": [{"model": "m", "question_set": "q"}]}}
+        with pytest.raises(ConfigError) as err:
+            validate_config(cfg, load_schema(REPO / "config" / "schema.yaml"), "study.yaml")
+        assert f"models.m.path = {path!r}: not available" in str(err.value) and says in str(err.value)
+    cfg["collection"]["jobs"] = []  # a model no job uses is not checked
+    validate_config(cfg, load_schema(REPO / "config" / "schema.yaml"))

@@ -162,6 +162,7 @@ def run_time_problems(config: dict[str, Any], base: str | Path = ".") -> list[st
         problem = model_problem(str(model))
         if problem:
             problems.append(f"analysis.encoder.model = {model!r}: not available: {problem}")
+    problems += _model_problems(config, base)
     stats = config.get("stats") if isinstance(config.get("stats"), dict) else {}
     second = stats.get("sensitivity_encoder")
     if second and isinstance(second, str):
@@ -175,4 +176,27 @@ def run_time_problems(config: dict[str, Any], base: str | Path = ".") -> list[st
         dups = _duplicates(values) if isinstance(values, list) else []
         if dups:
             problems.append(f"units.{key} lists {', '.join(repr(d) for d in dups)} more than once")
+    return problems
+
+
+def _model_problems(config: dict[str, Any], base: str | Path) -> list[str]:
+    """The vLLM models a collection job (or enabled trajectories) will open must be loadable offline here: a
+    built-in name whose package is installed, or a local folder (a model given otherwise is not checked)."""
+    from .generate.models import model_problem
+
+    models = config.get("models") if isinstance(config.get("models"), dict) else {}
+    jobs = (config.get("collection") or {}).get("jobs") if isinstance(config.get("collection"), dict) else None
+    used = {str(j.get("model")) for j in jobs or [] if isinstance(j, dict)}
+    traj = config.get("trajectories") if isinstance(config.get("trajectories"), dict) else {}
+    if traj.get("enabled"):
+        used |= {str(m) for m in traj.get("models") or []}
+    problems = []
+    for name in sorted(used & set(models)):
+        entry = models[name] if isinstance(models[name], dict) else {}
+        if entry.get("backend") != "vllm" or ("path" not in entry and {"hub_id", "hub"} & set(entry)):
+            continue
+        key = "path" if "path" in entry else "(name)"
+        problem = model_problem(str(entry.get("path") or name), base)
+        if problem:
+            problems.append(f"models.{name}.{key} = {entry.get('path') or name!r}: not available: {problem}")
     return problems
