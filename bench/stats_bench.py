@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from thinkprobe.metrics import DIMENSIONS, METRIC_NAMES
+from thinkprobe.vocabulary import DIMENSIONS, METRIC_NAMES
 from thinkprobe.stats import confound, correlation, cycles, discriminability, posthoc, robustness, stability
 from thinkprobe.stages.unitfiles import read_unit
 

@@ -7,7 +7,7 @@
 
 from snakemake.exceptions import WorkflowError
 
-from thinkprobe.codedeps import used_modules
+from thinkprobe.codedeps import script_modules
 from thinkprobe.config import ConfigError, load_schema, validate_config
 from thinkprobe.outputs import source_hash
 from thinkprobe.stages import graph as _graph_stage
@@ -79,9 +79,7 @@ CODE = {
     "aggregate": source_hash(_tables_stage.AGGREGATE_MODULES),
     "profiles": source_hash(_tables_stage.PROFILE_MODULES),
     "report": source_hash(_tables_stage.REPORT_MODULES),
-    "figures": source_hash(
-        used_modules([("figures", "radar"), ("figures", "metric_heatmap"), ("outputs", "sha256_file")])
-    ),
+    "figures": source_hash(script_modules(workflow.source_path("../workflow/scripts/figures.py"))),
 }
 
 

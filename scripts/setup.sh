@@ -33,8 +33,8 @@ if [[ $gpu == 0 ]] && ! has torch; then
   # otherwise pull a multi-GB CUDA build.
   "${PIP[@]}" install "${INDEX[@]}" "torch==${TORCH_VERSION}"
 fi
-extras="workflow,gen"
-[[ $dev == 1 ]] && extras="workflow,gen,dev"
+extras="workflow,gen,stats"
+[[ $dev == 1 ]] && extras="workflow,gen,stats,dev"
 "${PIP[@]}" install "${INDEX[@]}" -e ".[${extras}]"
 
 if ! has vllm; then

@@ -76,3 +76,64 @@ def vllm_engine():
     engine = open_engine(SMOLLM2_TEST_MODEL)
     yield engine
     engine.close()
+
+
+# ---- markers set by what a test really starts (issue 18): the fast loop is `pytest -m fast` -------------
+# A test is marked `engine` when its code (the test, the fixtures it uses and the test-module helpers they
+# call) starts an LLM engine (vLLM, its OpenAI server, SmolLM2), `workflow` when it runs Snakemake, `slow`
+# when it loads the torch encoder backend; `slurm` and other `slow` tests are marked by hand. Every other
+# test is marked `fast`: `pytest -m fast` runs them all, with no engine, no Snakemake run and no SLURM
+# (README, "Tests and benchmarks").
+import inspect as _inspect
+import re as _re
+
+_STARTS = {
+    "engine": _re.compile(r"\bvllm_engine\b|vllm\.entrypoints|require\(\"vllm\"|smollm2|open_engine\(SMOLLM2"),
+    "workflow": _re.compile(r"\bsnakemake\(|\"-m\", \"snakemake\"|\[\"snakemake\"|snakemake_bin|/snakemake\b"),
+    # the optional torch backend: importing torch costs about ten seconds of CPU per process
+    "slow": _re.compile(r"\bst_encoder\b|backend=\"sentence-transformers\"|\"sentence-transformers\"\]"),
+}
+_CALL = _re.compile(r"\b([A-Za-z_]\w*)\(")
+
+
+def _code_of(item) -> str:
+    """The source of the test, of every fixture it uses and of the module-level helpers they call."""
+    module = getattr(item, "module", None)
+    found: list = [getattr(item, "function", None)]
+    info = getattr(item, "_fixtureinfo", None)
+    for name in getattr(item, "fixturenames", ()):
+        defs = info.name2fixturedefs.get(name) if info else None
+        if defs:
+            found.append(defs[-1].func)
+    seen, texts = set(), []
+    while found:
+        fn = found.pop()
+        if fn is None or id(fn) in seen or not callable(fn):
+            continue
+        seen.add(id(fn))
+        try:
+            text = _inspect.getsource(fn)
+        except (OSError, TypeError):
+            continue
+        texts.append(text)
+        scopes = [vars(module)] if module else []
+        scopes.append(vars(_inspect.getmodule(fn) or module or _inspect))
+        for called in _CALL.findall(text):
+            for scope in scopes:
+                helper = scope.get(called)
+                if _inspect.isfunction(helper) and (helper.__module__ or "").startswith("tests"):
+                    found.append(helper)
+    return "\n".join(texts)
+
+
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        if not getattr(item, "function", None):  # doctests: plain library code
+            item.add_marker(pytest.mark.fast)
+            continue
+        code = _code_of(item)
+        marks = {name for name, pattern in _STARTS.items() if pattern.search(code)}
+        for name in marks:
+            item.add_marker(getattr(pytest.mark, name))
+        if not marks and not {"slurm", "slow", "engine", "workflow"} & {m.name for m in item.iter_markers()}:
+            item.add_marker(pytest.mark.fast)

@@ -360,7 +360,7 @@ def test_onnx_cache_key_follows_the_builder_source(tmp_path):
     import shutil
 
     shutil.copytree(REPO / "thinkprobe", tmp_path / "thinkprobe", ignore=shutil.ignore_patterns("__pycache__"))
-    code = "from thinkprobe.encoder import builder_sha256; print(builder_sha256())"
+    code = "from thinkprobe.onnx_bert import builder_sha256; print(builder_sha256())"
     env = {**os.environ, "PYTHONPATH": str(tmp_path)}
 
     def key() -> str:
@@ -368,7 +368,10 @@ def test_onnx_cache_key_follows_the_builder_source(tmp_path):
                               cwd=tmp_path).stdout.strip()
 
     before = key()
-    path = tmp_path / "thinkprobe/encoder.py"
+    encoder = tmp_path / "thinkprobe/encoder.py"  # the code around the graph: not part of the key
+    encoder.write_text(encoder.read_text() + "\n# an edit\n")
+    assert key() == before
+    path = tmp_path / "thinkprobe/onnx_bert.py"
     path.write_text(path.read_text().replace('const("half", np.array(0.5, np.float32))',
                                              'const("half", np.array(0.5, np.float32))  # edited'))
     assert key() != before and len(before) == 64

@@ -16,7 +16,7 @@ import yaml
 from thinkprobe.metrics import METRIC_NAMES
 
 from .conftest import corpus_path
-from .workflow_helpers import REPO, env_for, job_counts, make_workdir, snakefile, snakemake, write_config
+from .workflow_helpers import REPO, env_for, job_counts, make_workdir, snakefile, snakemake, with_analysis, write_config
 
 AGGREGATES = {"analysis_batch": 1, "aggregate": 1, "profiles": 1, "figures": 1, "report_tables": 1, "all": 1}
 STAGES = ("import_traces", "segment", "graph", "metrics")
@@ -161,7 +161,7 @@ def test_adding_a_question_runs_only_its_units_and_the_aggregates(ran):
 
 
 def test_invalid_config_stops_before_any_job(tmp_path):
-    cfg = yaml.safe_load((REPO / "config/config.yaml").read_text())
+    cfg = with_analysis(yaml.safe_load((REPO / "config/config.yaml").read_text()))
     cfg["analysis"]["trajectory"]["elab_percentile"] = 200
     cfg["analysis"]["encoder"]["backend"] = "tensorflow"
     cfg["bogus"] = 1

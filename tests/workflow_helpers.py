@@ -86,9 +86,18 @@ def job_counts(output: str) -> dict[str, int]:
     return {name: int(n) for name, n in re.findall(r"^(\S+)\s+(\d+)\s*$", m.group(1), re.M)}
 
 
+def with_analysis(cfg: dict) -> dict:
+    """``cfg`` with every analysis section written out (defaults: thinkprobe.params), ready to be edited."""
+    from thinkprobe.params import Params
+
+    given = cfg.get("analysis") or {}
+    cfg["analysis"] = {s: {**v, **(given.get(s) or {})} for s, v in Params().to_dict().items()}
+    return cfg
+
+
 def write_config(workdir: Path, edit) -> Path:
     """Write a modified copy of the working directory's config and return its path."""
-    cfg = yaml.safe_load((workdir / "config" / "config.yaml").read_text())
+    cfg = with_analysis(yaml.safe_load((workdir / "config" / "config.yaml").read_text()))
     edit(cfg)
     path = workdir / "config" / "edited.yaml"
     path.write_text(yaml.safe_dump(cfg, sort_keys=False))

@@ -154,7 +154,7 @@ def cmd_analyze(args: argparse.Namespace) -> int:
     from tqdm import tqdm
 
     from .encoder import load_encoder
-    from .metrics import METRIC_NAMES
+    from .vocabulary import METRIC_NAMES
     from .outputs import write_graph, write_table
     from .pipeline import analyze
     from .traces import read_traces
@@ -222,7 +222,7 @@ def _remove_stale_graphs(folder: Path, written: set[Path]) -> int:
 def cmd_profile(args: argparse.Namespace) -> int:
     import pandas as pd
 
-    from .metrics import LENGTH_METRICS
+    from .vocabulary import LENGTH_METRICS
     from .outputs import read_table_metadata, write_table
     from .params import Params
     from .profile import model_profiles, trace_profiles

@@ -13,10 +13,9 @@ stage when a name defined there is used; a module that is imported only for name
 Type annotations are skipped: every thinkprobe module uses ``from __future__ import annotations``, so they
 are never evaluated. A name used as a module (``texttiling.boundaries``) pulls in that whole module.
 
-A module whose functions or classes are used counts as a whole file (any edit reruns the stage). A module
-of which only constants are used (``params`` validating a section with ``metrics.METRIC_NAMES``) counts only
-as the source of those assignments, written ``"metrics:METRIC_NAMES"``: editing the metric functions does not
-rerun a stage that only needs their names, while changing the names does.
+A module that is used counts as a whole file: any edit reruns the stage. Facts that many stages need but
+whose code they do not run live in small leaf modules of their own (the metric names in
+:mod:`thinkprobe.vocabulary`), so that depending on them does not mean depending on the code beside them.
 
 Files that are not Python (the lexicons) are read at run time, not imported; a stage names them itself.
 """
@@ -77,9 +76,6 @@ class _ModuleInfo:
     bindings: dict[str, Ref] = field(default_factory=dict)  # top-level imported name -> where it comes from
     always: set[str] = field(default_factory=set)  # names used by other top-level statements
     always_imports: set[Ref] = field(default_factory=set)
-    code: set[str] = field(default_factory=set)  # names bound by a function or class definition
-    segments: dict[str, list[str]] = field(default_factory=dict)  # assigned name -> source of its statements
-    other: list[str] = field(default_factory=list)  # source of top-level statements that bind nothing
 
 
 class _Uses(ast.NodeVisitor):
@@ -160,18 +156,13 @@ def _info(module: str, mtime_ns: int) -> _ModuleInfo:
         uses.visit(stmt)
         if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
             names = [stmt.name]
-            info.code.add(stmt.name)
         elif isinstance(stmt, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
             names = _targets(stmt)
-            for name in names:
-                info.segments.setdefault(name, []).append(ast.get_source_segment(source, stmt) or "")
         else:
             names = []
         if not names:
             info.always |= uses.names
             info.always_imports |= uses.imports
-            if not isinstance(stmt, ast.Expr) or not isinstance(stmt.value, ast.Constant):  # docstrings aside
-                info.other.append(ast.get_source_segment(source, stmt) or "")
         for name in names:
             info.defs.setdefault(name, set()).update(uses.names)
             info.def_imports.setdefault(name, set()).update(uses.imports)
@@ -186,9 +177,7 @@ def used_modules(entries: Iterable[Ref]) -> list[str]:
     """The thinkprobe modules (dotted, package-relative) whose code the ``entries`` use, transitively.
 
     ``entries`` are ``(module, name)`` pairs, e.g. ``[("stages.graph", "graph_shard")]``; a name of None
-    stands for the whole module. A module of which only constants are used is listed as
-    ``"module:NAME1,NAME2"`` (see the module docstring); :func:`thinkprobe.outputs.source_hash` hashes only
-    those assignments of it.
+    stands for the whole module.
 
     >>> "graph" in used_modules([("stages.metrics", "metrics_shard")])
     True
@@ -197,8 +186,6 @@ def used_modules(entries: Iterable[Ref]) -> list[str]:
     """
     seen: set[Ref] = set()
     modules: set[str] = set()
-    whole: set[str] = set()
-    constants: dict[str, set[str]] = {}
     todo = list(entries)
     while todo:
         ref = todo.pop()
@@ -217,10 +204,6 @@ def used_modules(entries: Iterable[Ref]) -> list[str]:
             if pkg:  # importing a subpackage's module runs its package __init__ first
                 todo.append((".".join(pkg + ["__init__"]), None))
         names = list(info.defs) + list(info.bindings) if name is None else [name]
-        if name is None or name in info.code:
-            whole.add(module)
-        elif name in info.segments:
-            constants.setdefault(module, set()).add(name)
         for n in names:
             if n in info.defs:
                 todo += [(module, m) for m in info.defs[n]]
@@ -231,18 +214,33 @@ def used_modules(entries: Iterable[Ref]) -> list[str]:
                 sub = ".".join(_package_of(module) + [n])
                 if _is_module(sub):
                     todo.append((sub, None))
-    return sorted(m if m in whole or m not in constants else f"{m}:{','.join(sorted(constants[m]))}"
-                  for m in modules if m in whole or m in constants)
-
-
-def partial_source(entry: str) -> str:
-    """The source a ``"module:NAME1,NAME2"`` entry stands for: those assignments and the module's bare statements."""
-    module, names = entry.split(":", 1)
-    info = _module_info(module)
-    parts = [seg for n in sorted(names.split(",")) for seg in info.segments.get(n, [f"<{n} not found>"])]
-    return "\n".join(parts + info.other)
+    return sorted(modules)
 
 
 def stage_modules(module: str, *names: str, data: Iterable[str] = ()) -> list[str]:
     """``used_modules`` of ``names`` in ``module`` (dotted, e.g. ``"stages.graph"``), plus data files."""
     return sorted(set(used_modules([(module, n) for n in names])) | set(data))
+
+
+# What a rule script imports only to write its job's log (stderr, traceback, timings): part of no output.
+JOB_LOG_ENTRIES = frozenset({("stages.joblog", "job_log"), ("timing", "JobClock"), ("stages.unitfiles", "log_timing")})
+
+
+def script_entries(script: str | Path) -> list[Ref]:
+    """The thinkprobe names a rule script (``workflow/scripts/*.py``) imports, anywhere in it, as
+    ``(module, name)`` pairs, less :data:`JOB_LOG_ENTRIES`: the entry points of the rule's work."""
+    tree = ast.parse(Path(script).read_text(encoding="utf-8"))
+    refs: set[Ref] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            refs |= set(_import_refs("__main__", node).values())
+    return sorted((r for r in refs if r not in JOB_LOG_ENTRIES), key=lambda r: (r[0], r[1] or ""))
+
+
+def script_modules(script: str | Path, data: Iterable[str] = ()) -> list[str]:
+    """The modules a rule script's work reaches (:func:`used_modules` of :func:`script_entries`), plus data.
+
+    A rule whose work is one stage function passes that stage's own list (its outputs' provenance); a rule
+    whose script composes several calls (``figures``) derives its code hash here, from the script itself.
+    """
+    return sorted(set(used_modules(script_entries(script))) | set(data))

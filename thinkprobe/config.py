@@ -2,13 +2,13 @@
 
 Errors name the key (as a dotted path), the value and what is allowed, and all of them are reported at
 once, before any job runs. Defaults come from the schema's ``default`` entries, so ``config/config.yaml``
-only needs the keys a study changes; the ``analysis`` section's defaults are the paper's constants and are
-kept identical to :class:`thinkprobe.params.Params` by a test.
+only needs the keys a study changes; the ``analysis`` section's schema (the paper's constants as defaults)
+is generated from :mod:`thinkprobe.params` (:func:`load_schema`).
 
 Beyond the schema, the checks that would otherwise fail only at run time (or as a Snakemake error that
-names no key) are made here too: a lexicon path that does not exist, an encoder model that is not
-available on this machine, and duplicate entries of ``units.models``/``units.runs`` (``1`` and ``"1"`` are
-the same run).
+names no key) are made here too: a lexicon path that does not exist, an encoder model (or the second
+encoder of ``stats.sensitivity_encoder``) that is not available on this machine, and duplicate entries of
+``units.models``/``units.runs`` (``1`` and ``"1"`` are the same run).
 """
 
 from __future__ import annotations
@@ -24,11 +24,56 @@ class ConfigError(ValueError):
     """The configuration is invalid; the message lists every problem with its key and value."""
 
 
+GENERATED = "x-generated-from"
+
+
 def load_schema(path: str | Path) -> dict[str, Any]:
+    """The workflow schema, with its generated blocks filled in.
+
+    A block marked ``x-generated-from: thinkprobe.params.analysis_schema`` (the ``analysis`` section) is
+    replaced by what that function returns, so the paper's constants have one home (:mod:`thinkprobe.params`).
+    """
     import yaml
 
+    from .params import analysis_schema
+
     with open(path, encoding="utf-8") as fh:
-        return yaml.safe_load(fh)
+        schema = yaml.safe_load(fh)
+    generators = {"thinkprobe.params.analysis_schema": analysis_schema}
+    for key, block in (schema.get("properties") or {}).items():
+        if isinstance(block, dict) and GENERATED in block:
+            if block[GENERATED] not in generators:
+                raise ConfigError(f"{path}: {key}: unknown {GENERATED} {block[GENERATED]!r}")
+            schema["properties"][key] = {**generators[block[GENERATED]](), "description": block.get("description", "")}
+    _fill_declared_defaults(schema, str(path))
+    return schema
+
+
+DEFAULTS_FROM = "x-defaults-from"
+
+
+def _fill_declared_defaults(node: Any, where: str) -> None:
+    """Set the ``default`` of every property of a block marked ``x-defaults-from: module.NAME`` (or a list)
+    from that dict, the default's one home; a key the dict names but the block lacks is an error."""
+    import importlib
+
+    if isinstance(node, list):
+        for item in node:
+            _fill_declared_defaults(item, where)
+        return
+    if not isinstance(node, dict):
+        return
+    sources = node.get(DEFAULTS_FROM)
+    for source in [sources] if isinstance(sources, str) else sources or []:
+        module, _, name = source.rpartition(".")
+        defaults = getattr(importlib.import_module(module), name)
+        props = node.get("properties") or {}
+        for key, value in defaults.items():
+            if key not in props:
+                raise ConfigError(f"{where}: {source} has a default for {key!r}, which the schema does not declare")
+            props[key]["default"] = value
+    for value in node.values():
+        _fill_declared_defaults(value, where)
 
 
 def _fill_defaults(instance: Any, schema: dict[str, Any]) -> Any:
@@ -130,9 +175,41 @@ def run_time_problems(config: dict[str, Any], base: str | Path = ".") -> list[st
         problem = model_problem(str(model))
         if problem:
             problems.append(f"analysis.encoder.model = {model!r}: not available: {problem}")
+    problems += _model_problems(config, base)
+    stats = config.get("stats") if isinstance(config.get("stats"), dict) else {}
+    second = stats.get("sensitivity_encoder")
+    if second and isinstance(second, str):
+        from .stats.sensitivity import second_encoder_problem
+
+        problem = second_encoder_problem(second)
+        if problem:
+            problems.append(f"stats.sensitivity_encoder = {second!r}: not available: {problem}")
     for key in ("models", "runs"):
         values = units.get(key)
         dups = _duplicates(values) if isinstance(values, list) else []
         if dups:
             problems.append(f"units.{key} lists {', '.join(repr(d) for d in dups)} more than once")
+    return problems
+
+
+def _model_problems(config: dict[str, Any], base: str | Path) -> list[str]:
+    """The vLLM models a collection job (or enabled trajectories) will open must be loadable offline here: a
+    built-in name whose package is installed, or a local folder (a model given otherwise is not checked)."""
+    from .generate.models import model_problem
+
+    models = config.get("models") if isinstance(config.get("models"), dict) else {}
+    jobs = (config.get("collection") or {}).get("jobs") if isinstance(config.get("collection"), dict) else None
+    used = {str(j.get("model")) for j in jobs or [] if isinstance(j, dict)}
+    traj = config.get("trajectories") if isinstance(config.get("trajectories"), dict) else {}
+    if traj.get("enabled"):
+        used |= {str(m) for m in traj.get("models") or []}
+    problems = []
+    for name in sorted(used & set(models)):
+        entry = models[name] if isinstance(models[name], dict) else {}
+        if entry.get("backend") != "vllm" or ("path" not in entry and {"hub_id", "hub"} & set(entry)):
+            continue
+        key = "path" if "path" in entry else "(name)"
+        problem = model_problem(str(entry.get("path") or name), base)
+        if problem:
+            problems.append(f"models.{name}.{key} = {entry.get('path') or name!r}: not available: {problem}")
     return problems

@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from .metrics import DIMENSIONS, METRIC_NAMES
+from .vocabulary import DIMENSIONS, METRIC_NAMES
 
 
 def _footer(fig, provenance: str) -> None:

@@ -27,26 +27,10 @@ import numpy as np
 from .graph import FAMILIES, ThoughtGraph
 from .lexicon import HedgeLexicon, load_hedges
 from .params import MetricParams
+from .vocabulary import DIMENSION_MAPS, DIMENSIONS, LENGTH_METRICS, METRIC_NAMES
 
-DIMENSIONS: dict[str, tuple[str, ...]] = {
-    "Breadth": ("BF", "UPC", "DS", "FID"),
-    "Depth": ("MEC", "MBD"),
-    "Structure": ("EER", "BR", "CBC", "CI", "GD", "RvD"),
-    "Metacognition": ("CHR", "HD", "PT"),
-    "Efficiency": ("TPI", "RR", "AT", "ATU"),
-}
-METRIC_NAMES = tuple(m for ms in DIMENSIONS.values() for m in ms)
-LENGTH_METRICS = ("AT", "ATU", "TPI")  # the length-confounded metrics of Appendix G
-
-# The 5D-CP dimension maps (``analysis.profile.dimensions``). ``table2``: paper Table 2, all 19 metrics
-# active (the default). ``app_g``: the only map under which Appendix G's arithmetic holds (Efficiency
-# epsilon^2 0.385 -> 0.332 "driven entirely by the removal of TPI", and RR alone = 0.332): Efficiency is
-# the mean of z_TPI and z_RR, and AT and ATU are verbosity baselines, z-scored and reported but in no
-# dimension.
-DIMENSION_MAPS: dict[str, dict[str, tuple[str, ...]]] = {
-    "table2": DIMENSIONS,
-    "app_g": {**DIMENSIONS, "Efficiency": ("TPI", "RR")},
-}
+# The vocabulary (names, dimensions, maps) lives in the leaf module thinkprobe.vocabulary; re-exported here.
+__all__ = ["DIMENSIONS", "DIMENSION_MAPS", "LENGTH_METRICS", "METRIC_NAMES", "compute_metrics"]
 
 
 def example_graph() -> ThoughtGraph:

@@ -111,19 +111,10 @@ def sha256_file(path: str | os.PathLike) -> str:
 
 
 def source_hash(modules: Iterable[str]) -> str:
-    """sha256 over the source files of the named thinkprobe modules (e.g. ``"graph"``, ``"lexicons/cues.tsv"``).
-
-    An entry ``"module:NAME1,NAME2"`` (a module of which only constants are used, see
-    :mod:`thinkprobe.codedeps`) contributes only the source of those assignments.
-    """
+    """sha256 over the source files of the named thinkprobe modules (e.g. ``"graph"``, ``"lexicons/cues.tsv"``)."""
     h = hashlib.sha256()
     for name in sorted(set(modules)):
         h.update(name.encode())
-        if ":" in name:
-            from .codedeps import partial_source
-
-            h.update(partial_source(name).encode())
-            continue
         rel = name if "/" in name or name.endswith((".tsv", ".txt")) else name.replace(".", "/") + ".py"
         h.update((PACKAGE_DIR / rel).read_bytes())
     return h.hexdigest()

@@ -15,18 +15,22 @@ import json
 from dataclasses import dataclass, field, fields
 from typing import Any
 
+from .vocabulary import DIMENSION_MAPS, METRIC_NAMES
+
 
 class ParamsError(ValueError):
     """A parameter key or value is not acceptable; the message names the key and what is allowed."""
 
 
-def _p(default: Any, minimum: float | None = None, maximum: float | None = None, choices: tuple = ()):
+def _p(default: Any, minimum: float | None = None, maximum: float | None = None, choices: tuple = (),
+       doc: str = ""):
     """A parameter field: its default and its allowed range (``minimum``/``maximum`` inclusive, or ``choices``).
 
-    The range lives here only; ``config/schema.yaml`` states the same bounds for the workflow, and
-    ``tests/test_config.py`` checks the two key by key (default, type, minimum, maximum, choices).
+    The default and the range live here only: the workflow schema's ``analysis`` block is generated from
+    these fields (:func:`analysis_schema`, filled in by :func:`thinkprobe.config.load_schema`); ``doc`` is
+    the key's description there.
     """
-    return field(default=default, metadata={"minimum": minimum, "maximum": maximum, "choices": choices})
+    return field(default=default, metadata={"minimum": minimum, "maximum": maximum, "choices": choices, "doc": doc})
 
 
 COSINE = {"minimum": -1.0, "maximum": 1.0}  # every similarity threshold is a cosine similarity
@@ -38,7 +42,7 @@ class InputParams:
     """Which traces are analysed at all (input validation, before layer 1)."""
 
     require_think: bool = _p(True)  # paper §7: the framework needs <think> traces; False analyses the whole text
-    min_words: int = _p(0, 0)  # ours, off: the paper excludes no trace for its length (>0 excludes shorter ones)
+    min_words: int = _p(0, 0, doc="exclude traces with fewer words of reasoning (0: off, as in the paper)")  # ours, off: the paper excludes no trace for its length (>0 excludes shorter ones)
     max_trace_bytes: int = _p(2_000_000, 1)  # ours: ~500k tokens, beyond any model's context; larger is excluded
 
 
@@ -49,8 +53,8 @@ class SegmentationParams:
     branch_header_max_tokens: int = _p(12, 0)  # a branch header under 12 tokens absorbs its following span
     min_span_sentences: int = _p(2, 0)  # a none span under 2 sentences ...
     min_span_tokens: int = _p(30, 0)  # ... or under 30 tokens merges forward
-    cue_lexicon: str = _p("")  # path of a cue lexicon; empty = the packaged lexicons/cues.tsv
-    max_units: int = _p(5000, 1)  # ours: a trace cut into more TUs is excluded before encoding (cost bound)
+    cue_lexicon: str = _p("", doc="path of a cue lexicon (empty: packaged)")  # path of a cue lexicon; empty = the packaged lexicons/cues.tsv
+    max_units: int = _p(5000, 1, doc="a trace cut into more thought units is excluded before encoding")  # ours: a trace cut into more TUs is excluded before encoding (cost bound)
 
 
 @dataclass(frozen=True)
@@ -104,7 +108,7 @@ class MetricParams:
     domain_spread_similarity: float = _p(0.45, **COSINE)  # DS: merge while mean cosine *similarity* >= 0.45
     first_ideas: int = _p(3, 1)  # FID: the first three HYP nodes
     redundancy_similarity: float = _p(0.75, **COSINE)  # RR: pairs above 0.75
-    hedge_lexicon: str = _p("")  # path of a hedge lexicon; empty = the packaged lexicons/hedges.txt
+    hedge_lexicon: str = _p("", doc="path of a hedge lexicon (empty: packaged)")  # path of a hedge lexicon; empty = the packaged lexicons/hedges.txt
 
 
 @dataclass(frozen=True)
@@ -116,7 +120,8 @@ class ProfileParams:
     ATU as unscored baselines) or is a mapping ``{dimension: [metric, ...]}`` (each metric at most once).
     """
 
-    dimensions: str | dict = _p("table2")
+    dimensions: str | dict = _p("table2", doc="the 5D-CP dimension map: table2 (paper Table 2, all 19 metrics), app_g "
+                                "(Appendix G: Efficiency = TPI and RR), or a mapping {dimension: [metric, ...]}")
 
 
 @dataclass(frozen=True)
@@ -172,6 +177,45 @@ def parameter_specs() -> dict[str, dict[str, dict[str, Any]]]:
     return out
 
 
+_SCHEMA_TYPES = {"int": "integer", "float": "number", "bool": "boolean", "str": "string"}
+
+
+def analysis_schema() -> dict[str, Any]:
+    """The JSON schema of the workflow config's ``analysis`` section, generated from the dataclasses above.
+
+    One home per fact: every key, default, type, bound and choice is read from the fields, so the schema
+    (``config/schema.yaml`` says ``x-generated-from: thinkprobe.params.analysis_schema``) cannot disagree
+    with :class:`Params`. :func:`Params.from_dict` still checks what a schema cannot (cross-key rules).
+
+    >>> analysis_schema()["properties"]["texttiling"]["properties"]["window"]
+    {'default': 3, 'type': 'integer', 'minimum': 1}
+    """
+    sections: dict[str, Any] = {}
+    for section, keys in parameter_specs().items():
+        props: dict[str, Any] = {}
+        for key, spec in keys.items():
+            prop: dict[str, Any] = {"default": spec["default"]}
+            if (section, key) == ("profile", "dimensions"):
+                prop["oneOf"] = [{"enum": list(DIMENSION_MAPS)},
+                                 {"type": "object", "minProperties": 1,
+                                  "additionalProperties": {"type": "array", "minItems": 1, "uniqueItems": True,
+                                                           "items": {"enum": list(METRIC_NAMES)}}}]
+            elif spec["choices"]:
+                prop["enum"] = list(spec["choices"])
+            else:
+                prop["type"] = _SCHEMA_TYPES[spec["type"]]
+            for bound in ("minimum", "maximum"):
+                if spec[bound] is not None:
+                    prop[bound] = spec[bound]
+            if (section, key) == ("encoder", "model"):
+                prop["minLength"] = 1  # as _check_ranges: the model must not be empty
+            if spec["doc"]:
+                prop["description"] = spec["doc"]
+            props[key] = prop
+        sections[section] = {"type": "object", "additionalProperties": False, "properties": props}
+    return {"type": "object", "additionalProperties": False, "properties": sections}
+
+
 def _section_from_dict(section_cls, data: dict[str, Any] | None, where: str):
     data = data or {}
     if not isinstance(data, dict):
@@ -193,8 +237,6 @@ def _section_from_dict(section_cls, data: dict[str, Any] | None, where: str):
 
 
 def _dimension_spec(value: Any, where: str) -> str | dict:
-    from .metrics import DIMENSION_MAPS, METRIC_NAMES
-
     if isinstance(value, str):
         if value not in DIMENSION_MAPS:
             raise ParamsError(f"{where}: {value!r} is not a dimension map; built-in: {sorted(DIMENSION_MAPS)}")

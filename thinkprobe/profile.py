@@ -23,7 +23,7 @@ from typing import Iterable, Mapping
 import numpy as np
 import pandas as pd
 
-from .metrics import DIMENSION_MAPS, DIMENSIONS, METRIC_NAMES
+from .vocabulary import DIMENSION_MAPS, DIMENSIONS, METRIC_NAMES
 
 ID_COLUMNS = ("trace_id", "model", "question_set", "question_id", "run", "domain")
 

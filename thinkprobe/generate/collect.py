@@ -33,18 +33,22 @@ from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
 from .. import __version__
+from ..codedeps import used_modules
 from ..outputs import source_hash, write_json
 from ..units import UnitKey
 from .engine import Engine, Generation, SamplingSpec
-from .faults import TransientFailures  # noqa: F401 - raised here, and part of this module's API
 from .plan import unit_seed
 from .questions import Question, format_prompt
 from .reasoning import find_loop, split_reasoning
 
-MODULES = ["generate.collect", "generate.faults", "generate.reasoning", "generate.plan", "generate.engine",
-           "generate.vllm_engine",
-           "generate.http_engine", "generate.models", "generate.questions", "outputs", "units", "traces"]
+# The collection rule's code, derived (thinkprobe.codedeps): the job and the engine factory it is given.
+MODULES = used_modules([("generate.collect", "collect_batch"), ("generate.collect", "write_trace_unit"),
+                        ("generate.engine", "open_engine")])
 STORE_VERSION = 1
+
+
+class TransientFailures(RuntimeError):
+    """Some units could not be generated for a reason outside the unit (engine/endpoint); rerun to retry."""
 
 
 class StaleUnits(RuntimeError):
@@ -216,7 +220,7 @@ def _generate_chunk(engine: Engine, chunk: Sequence[Mapping[str, Any]], prompts:
                 stats["completion_tokens"] += len(comp.token_ids)
             if gen.error is not None or comp is None or comp.finish_reason == "error":
                 reason = gen.error or "the engine returned no completion"
-                if gen.info.get("transient"):  # faults.is_transient: not stored, retried next run
+                if gen.info.get("transient"):
                     failures[path] = reason
                 else:
                     final[path] = (u, gen, None, {"seed": seed, "error": reason})

@@ -42,10 +42,10 @@ import urllib.parse
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Mapping, Sequence
 
+from .defaults import HTTP_DEFAULTS
 from .engine import Completion, EngineError, Generation, SamplingSpec
 
 RETRY_STATUS = {408, 409, 429, 500, 502, 503, 504}
-HTTP_DEFAULTS = {"concurrency": 8, "timeout_s": 600.0, "max_retries": 5, "backoff_s": 1.0, "return_token_ids": False}
 
 
 class _Transient(Exception):

@@ -90,3 +90,20 @@ def _convert_gguf(gguf: Path, folder: Path) -> None:
     finally:
         if tmp.exists():
             shutil.rmtree(tmp, ignore_errors=True)
+
+
+def model_problem(name_or_path: str, base: str | os.PathLike = ".") -> str | None:
+    """Why :func:`local_model_folder` could not give a folder for ``name_or_path``, or None (checked with the
+    configuration, before any job: nothing is converted or loaded here). A relative path is read from ``base``."""
+    if name_or_path in BUILTIN:
+        try:
+            gguf_path(name_or_path)
+        except ModelNotFound as exc:
+            return str(exc)
+        return None
+    path = Path(name_or_path).expanduser()
+    path = path if path.is_absolute() else Path(base) / path
+    if path.is_dir() and (path / "config.json").is_file():
+        return None
+    return (f"not a built-in model ({', '.join(BUILTIN)}) and not a local folder with a config.json "
+            f"({path} {'has no config.json' if path.is_dir() else 'does not exist'})")

@@ -22,14 +22,8 @@ from typing import Any, Mapping
 
 from ..traces import safe_id
 from ..units import Discovery, UnitKey
+from .defaults import MODEL_DEFAULTS  # re-exported: plan.MODEL_DEFAULTS (one home: generate.defaults)
 from .questions import PROMPT_VARIANTS, Question, QuestionSetError, load_question_set
-
-
-# Defaults of a `models:` entry (config/schema.yaml; the schema's defaults inside a name-keyed map are not
-# filled by the config loader, so they are filled here).
-MODEL_DEFAULTS: dict[str, Any] = {"reasoning": "native", "prompt_variant": "native", "think_prefill": False,
-                                  "system_prompt": "", "device": "gpu", "gpu_model": "", "mem_mb": 16000,
-                                  "threads": 2, "runtime": 240}
 
 
 def model_settings(name: str, cfg: Mapping[str, Any]) -> dict[str, Any]:

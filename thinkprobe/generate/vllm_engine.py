@@ -29,28 +29,17 @@ that can flip a near tie between two tokens, so the first call of a prompt and a
 from __future__ import annotations
 
 import os
+import sys
 import time
 from importlib import metadata
 from typing import Any, Mapping, Sequence
 
+from .defaults import VLLM_ENGINE_DEFAULTS, kv_cache_space
 from .engine import Completion, EngineError, Generation, SamplingSpec
 from ..outputs import sha256_file
 from .models import ModelNotFound, local_model_folder
 
-# Defaults known to work on CPU and GPU alike; every key can be overridden in the model's `engine:` section.
-ENGINE_DEFAULTS: dict[str, Any] = {
-    "tensor_parallel_size": 1,
-    "dtype": "auto",
-    "max_model_len": 2048,
-    "gpu_memory_utilization": 0.9,
-    "enforce_eager": True,
-    "enable_prefix_caching": True,
-    "block_size": 32,  # the CPU attention backend accepts only multiples of 32 (16 fails at start)
-    "max_num_batched_tokens": 32768,
-    "max_num_seqs": 256,
-    "kv_cache_space_gb": 1,
-    "seed": 0,
-}
+ENGINE_DEFAULTS = VLLM_ENGINE_DEFAULTS  # one home: thinkprobe.generate.defaults
 _GPU_ONLY = ("gpu_memory_utilization",)
 _THREAD_VARS = ("OMP_NUM_THREADS", "GOTO_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS",
                 "VECLIB_MAXIMUM_THREADS", "NUMEXPR_NUM_THREADS")
@@ -91,8 +80,10 @@ class VllmEngine:
             raise EngineError(str(exc)) from exc
         os.environ.setdefault("HF_HUB_OFFLINE", "1")
         os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
-        cfg_engine = {**ENGINE_DEFAULTS, **dict(model_cfg.get("engine") or {})}
-        os.environ.setdefault("VLLM_CPU_KVCACHE_SPACE", str(cfg_engine["kv_cache_space_gb"]))
+        kv_space, kv_note = kv_cache_space(model_cfg.get("engine"), os.environ)  # the config wins, or says so
+        os.environ["VLLM_CPU_KVCACHE_SPACE"] = kv_space
+        if kv_note:
+            print(f"model {self.model!r}: {kv_note}", file=sys.stderr, flush=True)
         try:
             from vllm import LLM
             from vllm.platforms import current_platform

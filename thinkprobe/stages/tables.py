@@ -8,7 +8,7 @@ import json
 import pandas as pd
 
 from ..codedeps import stage_modules
-from ..metrics import METRIC_NAMES
+from ..vocabulary import METRIC_NAMES
 from ..outputs import atomic_write_text, provenance, read_table_metadata, sha256_file, write_json, write_table
 from ..profile import model_profiles, trace_profiles
 from ..units import unit_path
@@ -56,6 +56,14 @@ def batch_manifest(metric_paths: list[str], out_path: str) -> dict[str, int]:
     write_json(out_path, {"units": units, "counts": counts,
                           "provenance": provenance(BATCH_MODULES, {}, [])})
     return counts
+
+
+def profiles_stage(metrics_path: str, out_path: str, analysis: dict) -> pd.DataFrame:
+    """Rule ``profiles``: :func:`profiles_table` with the dimension map of the config's ``analysis.profile``
+    (read through :class:`~thinkprobe.params.Params`, so its default and validation are the library's)."""
+    from ..params import Params
+
+    return profiles_table(metrics_path, out_path, dimensions=Params.from_dict(dict(analysis)).profile.dimensions)
 
 
 def profiles_table(metrics_path: str, out_path: str, exclude: tuple[str, ...] = (),
@@ -106,5 +114,5 @@ def html_table(table_path: str, out_path: str, title: str, max_rows: int = 500) 
 
 AGGREGATE_MODULES = stage_modules(__name__.removeprefix("thinkprobe."), "aggregate")
 BATCH_MODULES = stage_modules(__name__.removeprefix("thinkprobe."), "batch_manifest")
-PROFILE_MODULES = stage_modules(__name__.removeprefix("thinkprobe."), "profiles_table")
+PROFILE_MODULES = stage_modules(__name__.removeprefix("thinkprobe."), "profiles_stage")
 REPORT_MODULES = stage_modules(__name__.removeprefix("thinkprobe."), "html_table")

@@ -14,7 +14,7 @@ from typing import Sequence
 import pandas as pd
 
 from ..encoder import Encoder
-from ..metrics import METRIC_NAMES
+from ..vocabulary import METRIC_NAMES
 from ..params import Params
 from ..pipeline import ablation
 from ..traces import Trace

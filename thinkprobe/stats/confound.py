@@ -15,7 +15,7 @@ from typing import Sequence
 import numpy as np
 import pandas as pd
 
-from ..metrics import LENGTH_METRICS, METRIC_NAMES
+from ..vocabulary import LENGTH_METRICS, METRIC_NAMES
 from ..profile import dimension_map, trace_profiles
 from .discriminability import kruskal_wallis
 

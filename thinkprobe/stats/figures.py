@@ -15,7 +15,7 @@ from typing import Sequence
 import numpy as np
 import pandas as pd
 
-from ..metrics import DIMENSIONS, METRIC_NAMES
+from ..vocabulary import DIMENSIONS, METRIC_NAMES
 
 OKABE_ITO = ["#E69F00", "#56B4E9", "#009E73", "#0072B2", "#D55E00", "#CC79A7", "#000000", "#F0E442"]
 AXIS_LABELS = {"Metacognition": "Metacog."}

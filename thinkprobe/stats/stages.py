@@ -10,28 +10,18 @@ from typing import Any, Sequence
 
 import pandas as pd
 
-from ..metrics import DIMENSIONS, METRIC_NAMES
+from ..codedeps import stage_modules
+from ..vocabulary import DIMENSIONS, METRIC_NAMES
 from ..outputs import provenance, read_table_metadata, write_table
 from ..units import unit_path
 
-COMMON = ["outputs", "profile", "metrics", "stats.stages"]
-MODULES: dict[str, list[str]] = {
-    "kruskal": COMMON + ["stats.discriminability"],
-    "dunn": COMMON + ["stats.posthoc"],
-    "spearman": COMMON + ["stats.correlation"],
-    "stability": COMMON + ["stats.stability"],
-    "cycles": COMMON + ["stats.cycles", "stages.unitfiles"],
-    "confound": COMMON + ["stats.confound", "stats.discriminability"],
-    "ablation": COMMON + ["stats.ablation", "pipeline", "segmentation", "texttiling", "graph", "encoder",
-                          "lexicon", "text", "traces", "stages.unitfiles"],
-    "sensitivity": COMMON + ["stats.sensitivity", "pipeline", "segmentation", "texttiling", "graph", "encoder",
-                             "lexicon", "text", "traces", "stages.unitfiles"],
-    "robustness": COMMON + ["stats.robustness"],
-    "figures": COMMON + ["stats.figures", "stats.correlation", "stats.posthoc", "stats.cycles"],
-    "agreement": COMMON + ["stats.agreement", "pipeline", "segmentation", "texttiling", "encoder", "lexicon",
-                           "text", "traces"],
-    "pages": COMMON + ["stages.tables"],
-}
+# The function behind each kind of stats rule; its code (what the function really uses, thinkprobe.codedeps)
+# is the rule's `code` param and its outputs' source hash.
+ENTRIES = {"kruskal": "kruskal_stage", "dunn": "dunn_stage", "spearman": "spearman_stage",
+           "stability": "stability_stage", "cycles": "cycles_stage", "confound": "confound_stage",
+           "ablation": "ablation_stage", "sensitivity": "sensitivity_stage", "robustness": "robustness_stage",
+           "figures": "draw", "agreement": "agreement_stage", "pages": "table_pages"}
+MODULES: dict[str, list[str]] = {kind: stage_modules("stats.stages", entry) for kind, entry in ENTRIES.items()}
 
 
 def _prov(kind: str, params: dict[str, Any], inputs: Sequence[str], source: str | None = None) -> dict[str, Any]:

@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from ..metrics import DIMENSIONS
+from ..vocabulary import DIMENSIONS
 
 PAPER = {
     "metrics_p001": "19 / 19 (all survive Bonferroni)",

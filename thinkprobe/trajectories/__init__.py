@@ -62,17 +62,31 @@ left out of the states and recorded in ``trace_summary`` as ``n_checkpoints_skip
 
 from __future__ import annotations
 
-from thinkprobe.trajectories.aggregates import trace_summary
-from thinkprobe.trajectories.distributions import trajectory_record_to_states
-from thinkprobe.trajectories.dynamics import dynamics
-from thinkprobe.trajectories.mechanisms import MECHANISMS, mechanism
-from thinkprobe.trajectories.parsing import parse_answer
+# The public names, imported on first use (PEP 562): importing a submodule (the CLI's, the workflow's) must
+# not pull pandas and every analysis module in through this package, and a rule's code hash
+# (thinkprobe.codedeps) must not include modules it never runs.
+from thinkprobe.trajectories.dynamics import dynamics  # eager: the function shares its submodule's name (light)
 
-__all__ = [
-    "MECHANISMS",
-    "dynamics",
-    "mechanism",
-    "parse_answer",
-    "trace_summary",
-    "trajectory_record_to_states",
-]
+_EXPORTS = {
+    "MECHANISMS": "mechanisms",
+    "mechanism": "mechanisms",
+    "parse_answer": "parsing",
+    "trace_summary": "aggregates",
+    "trajectory_record_to_states": "distributions",
+}
+
+__all__ = sorted([*_EXPORTS, "dynamics"])
+
+
+def __getattr__(name: str):
+    if name not in _EXPORTS:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    import importlib
+
+    value = getattr(importlib.import_module(f"{__name__}.{_EXPORTS[name]}"), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))

@@ -14,7 +14,6 @@ import math
 from collections import Counter
 from typing import Any, Hashable, Mapping, Sequence
 
-from ..units import unit_path
 
 Label = Hashable
 State = Mapping[Any, float]
@@ -117,4 +116,6 @@ def trajectory_record_to_states(record: Mapping) -> list[dict[str | None, float]
 
 
 def _trace_name(record: Mapping) -> str:
+    from ..units import unit_path  # on demand: `thinkprobe --help` imports this module (via dynamics)
+
     return unit_path(record, missing="?")

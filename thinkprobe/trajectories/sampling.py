@@ -27,11 +27,7 @@ after ``max_tokens``. The raw text of every continuation is kept (parsing is a s
 
 Bad input never stops a job: a trace whose tokenizer differs, or without token ids, becomes an
 ``excluded`` document naming the reason; a checkpoint whose prefix does not fit the context is recorded
-``skipped`` (no labels) and the others go on; an engine error for one prompt is recorded ``error`` when
-it is a property of the prompt (a refused request). A transient fault of the engine or endpoint (connection,
-timeout, 5xx, 429, a malformed reply: :mod:`thinkprobe.generate.faults`) is never stored: the job stores
-every other checkpoint, then raises :class:`~thinkprobe.generate.faults.TransientFailures`, and the next run
-samples exactly those checkpoints.
+``skipped`` (no labels) and the others go on; an engine error for one prompt is recorded ``error``.
 """
 
 from __future__ import annotations
@@ -44,15 +40,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
+from ..codedeps import stage_modules
 from .checkpoints import (Checkpoint, RealizedTrace, Reasoning, TraceError, check_tokenizer, checkpoints,
                           engine_tokenizer_id, find_reasoning)
-from ..generate.faults import is_transient, transient_failures
 from .forced import DEFAULT_ANSWER_CUES, forced_answer_text, forced_suffix_ids
 from .stopping import StoppingRule
 
 ESTIMATORS = ("full", "forced")
-MODULES = ["generate.faults", "trajectories.checkpoints", "trajectories.forced", "trajectories.stopping", "trajectories.sampling",
-           "outputs"]
+MODULES = stage_modules("trajectories.sampling", "sample_traces")  # derived: thinkprobe.codedeps
 
 
 @dataclass(frozen=True)
@@ -230,7 +225,6 @@ def sample_plans(engine, plans: Sequence[TracePlan], cfg: SamplingConfig, store:
     max_new = cfg.forced_max_tokens if cfg.estimator == "forced" else cfg.max_tokens
     round_ = 0
     keys = [p.trace.key for p in plans if not p.excluded]
-    failed: dict[tuple[str, int], str] = {}  # transient faults of this run: not stored, not retried in it
     while True:
         done = store.entries(keys)
         todo: list[tuple[TracePlan, int, int]] = []
@@ -238,7 +232,7 @@ def sample_plans(engine, plans: Sequence[TracePlan], cfg: SamplingConfig, store:
             if plan.excluded:
                 continue
             for cp in plan.checkpoints:
-                if cp.index in plan.skipped or (plan.trace.key, cp.index) in failed:
+                if cp.index in plan.skipped:
                     continue
                 entry = done.get((plan.trace.key, cp.index))
                 if entry is not None and entry["status"] != "ok":
@@ -254,9 +248,6 @@ def sample_plans(engine, plans: Sequence[TracePlan], cfg: SamplingConfig, store:
                 if more > 0:
                     todo.append((plan, cp.index, more))
         if not todo:
-            if failed:
-                raise transient_failures({f"{k} checkpoint {i}": v for (k, i), v in failed.items()},
-                                         sum(len(p.checkpoints) for p in plans if not p.excluded), "checkpoints")
             return stats
         log(f"round {round_}: {len(todo)} prefixes to sample")
         for chunk in _calls(todo, prefixes_per_call):
@@ -269,9 +260,6 @@ def sample_plans(engine, plans: Sequence[TracePlan], cfg: SamplingConfig, store:
             entries = []
             for (plan, i, _), prompt, spec, gen in zip(chunk, prompts, specs, gens):
                 cp = plan.checkpoints[i]
-                if is_transient(gen):
-                    failed[(plan.trace.key, cp.index)] = gen.error
-                    continue
                 comps = [{"text": c.text, "n_tokens": len(c.token_ids), "finish_reason": c.finish_reason}
                          for c in gen.completions]
                 cached = gen.cached_tokens

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
 from .. import protect
+from ..codedeps import stage_modules
 from ..outputs import provenance, write_json, write_table
 from ..traces import run_name
 from ..units import unit_path
@@ -26,11 +27,11 @@ from .checkpoints import RealizedTrace, TraceError, realized_from_unit
 from .sampling import MODULES as SAMPLING_MODULES
 from .sampling import SamplingConfig, label_document, sample_traces
 
-LABEL_MODULES = ["trajectories.parsing", "trajectories.sampling", "trajectories.forced", "trajectories.workflow"]
-TABLE_MODULES = ["trajectories.distributions", "trajectories.dynamics", "trajectories.mechanisms",
-                 "trajectories.aggregates", "trajectories.figures", "trajectories.workflow"]
-JOIN_MODULES = ["trajectories.join", "trajectories.distributions", "pipeline", "graph", "segmentation",
-                "texttiling", "trajectories.workflow"]
+# The code behind each rule, derived from what its function really uses (thinkprobe.codedeps): its
+# provenance's source hash and the rule's `code` param, so editing a module reruns exactly these rules.
+LABEL_MODULES = stage_modules("trajectories.workflow", "label_batch")
+TABLE_MODULES = stage_modules("trajectories.workflow", "build_tables")
+JOIN_MODULES = stage_modules("trajectories.workflow", "join_batches")
 
 
 class PlanError(ValueError):

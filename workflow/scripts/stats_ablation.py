@@ -1,9 +1,8 @@
 """Rule stats_ablation: mean metrics of a fixed sample of traces under the four cumulative pipeline stages."""
 
-import sys
+from thinkprobe.stages.joblog import job_log
 
-with open(snakemake.log[0], "w") as log:
-    sys.stderr = log
+with job_log(snakemake.log[0]) as log:
     from thinkprobe.stats.stages import ablation_stage
 
     table = ablation_stage(list(snakemake.input), snakemake.params.analysis, snakemake.params.n,

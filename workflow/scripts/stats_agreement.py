@@ -1,9 +1,8 @@
 """Rule stats_agreement: segmentation agreement of thinkprobe's TUs with the corpus's labelled steps."""
 
-import sys
+from thinkprobe.stages.joblog import job_log
 
-with open(snakemake.log[0], "w") as log:
-    sys.stderr = log
+with job_log(snakemake.log[0]) as log:
     from thinkprobe.stats.stages import agreement_stage
 
     table = agreement_stage(snakemake.params.files, snakemake.params.analysis, snakemake.params.tolerance,

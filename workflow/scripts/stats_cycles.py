@@ -1,9 +1,8 @@
 """Rule stats_cycles: simple directed cycles of every Thought Graph (bounded), per subgraph and model."""
 
-import sys
+from thinkprobe.stages.joblog import job_log
 
-with open(snakemake.log[0], "w") as log:
-    sys.stderr = log
+with job_log(snakemake.log[0]) as log:
     from thinkprobe.stats.stages import cycles_stage
 
     table = cycles_stage(list(snakemake.input), snakemake.params.cap, snakemake.output.cycles,

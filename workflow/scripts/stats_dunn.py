@@ -1,9 +1,8 @@
 """Rule stats_dunn: Dunn's pairwise tests between models (Bonferroni), per metric and dimension."""
 
-import sys
+from thinkprobe.stages.joblog import job_log
 
-with open(snakemake.log[0], "w") as log:
-    sys.stderr = log
+with job_log(snakemake.log[0]) as log:
     from thinkprobe.stats.stages import dunn_stage
 
     table = dunn_stage(snakemake.input.metrics, snakemake.input.profiles, snakemake.output[0])

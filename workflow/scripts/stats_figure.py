@@ -1,9 +1,8 @@
 """Rules stats_fig_*: one statistics figure (PNG and PDF) with a provenance footer."""
 
-import sys
+from thinkprobe.stages.joblog import job_log
 
-with open(snakemake.log[0], "w") as log:
-    sys.stderr = log
+with job_log(snakemake.log[0]) as log:
     from thinkprobe.stats.stages import draw
 
     draw(snakemake.params.figure, dict(snakemake.input), list(snakemake.output), dict(snakemake.params.options),

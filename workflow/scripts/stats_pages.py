@@ -1,9 +1,8 @@
 """Rule stats_pages: an HTML page (table + provenance) per statistics table, for the report."""
 
-import sys
+from thinkprobe.stages.joblog import job_log
 
-with open(snakemake.log[0], "w") as log:
-    sys.stderr = log
+with job_log(snakemake.log[0]) as log:
     from thinkprobe.stats.stages import table_pages
 
     table_pages(dict(snakemake.input), snakemake.params.titles, dict(snakemake.output))

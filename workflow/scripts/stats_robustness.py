@@ -1,9 +1,8 @@
 """Rule stats_robustness: model rankings per dimension under equal-weight vs PCA-weighted aggregation."""
 
-import sys
+from thinkprobe.stages.joblog import job_log
 
-with open(snakemake.log[0], "w") as log:
-    sys.stderr = log
+with job_log(snakemake.log[0]) as log:
     from thinkprobe.stats.stages import robustness_stage
 
     table = robustness_stage(snakemake.input[0], snakemake.output[0], snakemake.params.dimensions)

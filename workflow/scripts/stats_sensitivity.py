@@ -1,9 +1,8 @@
 """Rule stats_sensitivity: re-extract every trace under a second encoder; rank stability of the models."""
 
-import sys
+from thinkprobe.stages.joblog import job_log
 
-with open(snakemake.log[0], "w") as log:
-    sys.stderr = log
+with job_log(snakemake.log[0]) as log:
     from thinkprobe.stats.stages import sensitivity_stage
 
     table = sensitivity_stage(list(snakemake.input.traces), snakemake.input.metrics, snakemake.params.analysis,

@@ -1,9 +1,8 @@
 """Rule stats_spearman: Spearman matrix of the 19 metrics with the Ward clustering order."""
 
-import sys
+from thinkprobe.stages.joblog import job_log
 
-with open(snakemake.log[0], "w") as log:
-    sys.stderr = log
+with job_log(snakemake.log[0]) as log:
     from thinkprobe.stats.stages import spearman_stage
 
     table = spearman_stage(snakemake.input[0], snakemake.output[0])

@@ -1,9 +1,8 @@
 """Rule stats_stability: run-to-run CV per model x metric and cosines between model 5D-CP vectors."""
 
-import sys
+from thinkprobe.stages.joblog import job_log
 
-with open(snakemake.log[0], "w") as log:
-    sys.stderr = log
+with job_log(snakemake.log[0]) as log:
     from thinkprobe.stats.stages import stability_stage
 
     cv, cos = stability_stage(snakemake.input.metrics, snakemake.input.profiles, snakemake.output.cv,

@@ -1,0 +1,64 @@
+"""The defaults of a `models:` entry, of the HTTP backend and of the vLLM engine: their one home.
+
+The backends read them here, and :func:`thinkprobe.config.load_schema` writes them into the workflow
+schema (blocks marked ``x-defaults-from``), so the schema, the code and the documentation of a default
+cannot disagree. A leaf module: importing it costs nothing and imports no backend.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Mapping
+
+# A `models:` entry (plan.model_settings fills them: defaults inside a name-keyed map are not filled by the
+# config loader).
+MODEL_DEFAULTS: dict[str, Any] = {"reasoning": "native", "prompt_variant": "native", "think_prefill": False,
+                                  "system_prompt": "", "device": "gpu", "gpu_model": "", "mem_mb": 16000,
+                                  "threads": 2, "runtime": 240}
+
+# The OpenAI-compatible HTTP backend (generate/http_engine.py): keys of the model's entry.
+HTTP_DEFAULTS: dict[str, Any] = {"concurrency": 8, "timeout_s": 600.0, "max_retries": 5, "backoff_s": 1.0,
+                                 "return_token_ids": False}
+
+# vLLM's engine, known to work on CPU and GPU alike; every key can be overridden in the model's `engine:`.
+VLLM_ENGINE_DEFAULTS: dict[str, Any] = {
+    "tensor_parallel_size": 1,
+    "dtype": "auto",
+    "max_model_len": 2048,
+    "gpu_memory_utilization": 0.9,
+    "enforce_eager": True,
+    "enable_prefix_caching": True,
+    "block_size": 32,  # the CPU attention backend accepts only multiples of 32 (16 fails at start)
+    "max_num_batched_tokens": 32768,
+    "max_num_seqs": 256,
+    "kv_cache_space_gb": 1,
+    "seed": 0,
+}
+
+KV_CACHE_VAR = "VLLM_CPU_KVCACHE_SPACE"
+
+
+def kv_cache_space(engine_cfg: Mapping[str, Any] | None, environ: Mapping[str, str]) -> tuple[str, str | None]:
+    """The CPU KV-cache size (GiB) to export as ``VLLM_CPU_KVCACHE_SPACE``, and a note for the job's log.
+
+    The config wins: a ``kv_cache_space_gb`` the model's ``engine:`` section states replaces a preset
+    variable (the note says so when they differ). Without one, a preset variable is kept, and the note says
+    that it, not the default, sizes the cache; with neither, the default applies silently.
+
+    >>> kv_cache_space({"kv_cache_space_gb": 4}, {"VLLM_CPU_KVCACHE_SPACE": "2"})
+    ('4', 'VLLM_CPU_KVCACHE_SPACE=2 from the environment replaced by the config: kv_cache_space_gb = 4')
+    >>> kv_cache_space({}, {"VLLM_CPU_KVCACHE_SPACE": "2"})[0]
+    '2'
+    >>> kv_cache_space(None, {})
+    ('1', None)
+    """
+    stated = (engine_cfg or {}).get("kv_cache_space_gb")
+    preset = environ.get(KV_CACHE_VAR)
+    if stated is not None:
+        value = f"{stated:g}" if isinstance(stated, float) else str(stated)
+        note = (f"{KV_CACHE_VAR}={preset} from the environment replaced by the config: kv_cache_space_gb = {value}"
+                if preset is not None and preset != value else None)
+        return value, note
+    if preset is not None:
+        return preset, (f"{KV_CACHE_VAR}={preset} from the environment sizes the KV cache (the config states no "
+                        f"kv_cache_space_gb; its default would be {VLLM_ENGINE_DEFAULTS['kv_cache_space_gb']})")
+    return str(VLLM_ENGINE_DEFAULTS["kv_cache_space_gb"]), None
