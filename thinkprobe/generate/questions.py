@@ -58,9 +58,11 @@ from importlib import resources
 from pathlib import Path
 from typing import Any, Callable, Iterator, Mapping
 
+from ..answers import ANSWER_TASKS, digit_key, last_boxed  # noqa: F401 - last_boxed: the gold reader, re-exported
+
 log = logging.getLogger("thinkprobe")
 
-TASKS = ("open", "gsm8k", "svamp", "arc", "math")
+TASKS = ("open", *ANSWER_TASKS)
 SOURCES = ("builtin", "open", "gsm8k", "svamp", "math", "arc")
 BUILTIN_FILE = "open200.jsonl"
 _SPEC_KEYS = {"name", "source", "path", "limit", "offset", "ids", "math_type", "description", "prompt_variant"}
@@ -215,49 +217,6 @@ def number_string(value: float | int | str) -> str:
     return repr(x)
 
 
-def last_boxed(text: str) -> str | None:
-    """Content of the last ``\\boxed{...}`` (or ``\\fbox{...}``, or ``\\boxed x``) in ``text``; None if none.
-
-    Braces are balanced, so nested groups stay whole.
-
-    >>> last_boxed(r"so $\\boxed{1}$, then $x = \\boxed{\\frac{1}{2}}$.")
-    '\\\\frac{1}{2}'
-    >>> last_boxed(r"\\boxed 5") , last_boxed("no box")
-    ('5', None)
-    """
-    best = None
-    for macro in ("\\boxed", "\\fbox"):
-        pos = text.rfind(macro)
-        if pos >= 0 and (best is None or pos > best[0]):
-            best = (pos, macro)
-    if best is None:
-        return None
-    pos, macro = best
-    i = pos + len(macro)
-    if i < len(text) and text[i] == " ":
-        j = i + 1
-        while j < len(text) and text[j] not in "$ \n":
-            j += 1
-        content = text[i + 1:j].strip()
-        return content or None
-    while i < len(text) and text[i].isspace():
-        i += 1
-    if i >= len(text) or text[i] != "{":
-        return None
-    depth = 0
-    for j in range(i, len(text)):
-        c = text[j]
-        if c == "\\":
-            continue
-        if c == "{" and text[j - 1] != "\\":
-            depth += 1
-        elif c == "}" and text[j - 1] != "\\":
-            depth -= 1
-            if depth == 0:
-                return text[i + 1:j]
-    return None
-
-
 # -------------------------------------------------------------------------------------------- loaders
 
 
@@ -338,12 +297,8 @@ def _load_math(path: Path, name: str, math_type: str | None) -> Iterator[tuple[i
     return _load_with(path, build)
 
 
-_DIGIT_LABELS = {"1": "A", "2": "B", "3": "C", "4": "D", "5": "E"}
-
-
 def _arc_label(label: Any) -> str:
-    s = str(label).strip()
-    return _DIGIT_LABELS.get(s, s.upper())
+    return digit_key(str(label))
 
 
 def _arc_record(rec: Mapping[str, Any]) -> tuple[str, str, str, tuple[tuple[str, str], ...]]:
