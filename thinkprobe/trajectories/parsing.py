@@ -21,11 +21,16 @@ label``), so gold answers and continuation answers are compared as plain strings
     an answer). Digit keys ``1``-``5`` map to ``A``-``E`` (about 2% of ARC items
     use digit keys). Without any of these the result is null: a bare capital A is too often the article.
 ``math``
-    The content of the last ``\\boxed{...}`` (or ``\\fbox{...}``), braces nested to any depth; else the
-    expression after "the final answer is" / "the answer is" / "Answer:"; else the whole text when it is one
-    short line (<= 80 characters) without two consecutive words outside ``\\text{}`` (a bare answer such
-    as a raw gold ``\\frac{1}{2}`` or ``65 \\text{ tickets}``). The extracted LaTeX is parsed with
-    ``math-verify`` (``latex2sympy2``), which normalises ``\\frac12``, ``\\dfrac``, ``1/2``, ``0.5``,
+    The content of the last ``\\boxed{...}`` (or ``\\fbox{...}``, ``\\boxed 5``; :func:`thinkprobe.answers.last_boxed`,
+    the gold loaders' reader too), braces nested to any depth; an unterminated last box (an answer cut inside
+    its box) is null. Without a box, the later of the expression after the last answer anchor ("the final
+    answer is", "the answer is", "Answer:", "**Final Answer:**") and the answer of the final sentence when it
+    is an answer statement (bold final number, "Thus/Therefore ... is <expr>", "... = <expr>" at the end, a
+    final ``align`` row, "<Name>'s ... is the largest"), bounded to the expression: no trailing prose ("The
+    answer is 12 because ..." gives 12). A whole text that is one short line without prose is taken whole
+    (a bare gold answer such as ``\\frac{1}{2}`` or ``65 \\text{ tickets}``). ``strict`` keeps only box and
+    anchor. A trailing ``\\%`` is dropped (``5\\%`` and ``5`` share a label). The extracted LaTeX is parsed
+    with ``math-verify`` (``latex2sympy2``), which normalises ``\\frac12``, ``\\dfrac``, ``1/2``, ``0.5``,
     ``\\left(``/``\\right)``, spaces, ``\\text{}`` units and ``\\$``. The sympy value is then made canonical:
     ``x = v`` with a symbol on the left becomes ``v``; percentages and other unevaluated numbers are
     evaluated; floats become exact rationals; the label is ``sympy.latex`` of the result, so ``\\frac12``,
@@ -247,9 +252,11 @@ _STATEMENT = re.compile(r"^\W*(?:thus|therefore|so|hence|finally|in\s+conclusion
                         r"we\s+(?:get|find|have|obtain)|the\s+(?:final\s+)?(?:result|value|answer|solution|sum|"
                         r"product|total))\b", re.IGNORECASE)
 _VERB = re.compile(r"\b(?:is|are|equals|was|becomes|gives)\b\s*:?\s*")
+_SUPERLATIVES = r"(?:the\s+)?(?:largest|greatest|highest|smallest|lowest|fastest|slowest|most|least|best|biggest)\b"
 _SUPERLATIVE = re.compile(
-    r"^\W*(?:(?:thus|therefore|so|hence),?\s+)?(?:\\text\{)?([A-Z][a-z]+)\}?(?:'s)?\b[^.]*?\b(?:is|was|has|had)\s+"
-    r"(?:the\s+)?(?:largest|greatest|highest|smallest|lowest|fastest|slowest|most|least|best|biggest)\b")
+    r"^\W*(?:[^,.]{0,40},\s*)?(?:\\text\{)?([A-Z][a-z]+)\}?(?:'s(?:\s+[a-z]+){0,4})?\s+"
+    r"(?:is|was|has|had)\s+" + _SUPERLATIVES)
+_ALIGN_END = re.compile(r"\\begin\{(align\*?|eqnarray\*?|aligned)\}(.*)\\end\{\1\}[\s.]*$", re.DOTALL)
 _NOT_NAMES = {"The", "This", "That", "It", "Its", "Thus", "So", "Therefore", "Hence", "Which", "What", "Answer"}
 
 
@@ -333,6 +340,9 @@ def _statement_answer(sentence: str) -> str | None:
     stated = _STATEMENT.match(sentence) is not None
     masked = _mask_math(sentence)
     math = list(_DELIMITED.finditer(sentence))
+    for m in reversed(math):  # "... $b = 2015$ is the smallest value that works."
+        if re.match(r"\s*(?:is|was)\s+" + _SUPERLATIVES, sentence[m.end():]):
+            return _rhs(next(g for g in m.groups() if g is not None)) or None
     if math and not sentence[math[-1].end():].strip(" .").strip() and re.search(
             r"(?:\b(?:is|are|equals|be)|=|:)\s*$", sentence[:math[-1].start()]):
         return _rhs(next(g for g in math[-1].groups() if g is not None)) or None  # "... is \((3, \pi)\)."
@@ -383,6 +393,13 @@ def extract_math_answer(text: str, strict: bool = False) -> str | None:
     prose = re.search(r"(?<!\\)\b[A-Za-z]{2,}\s+[A-Za-z]{2,}\b", _strip_latex_words(stripped))
     if not found and stripped and "\n" not in stripped and len(stripped) <= 80 and not prose:
         return stripped.lstrip("= ") or None  # a bare answer (a gold answer, an equation), taken whole
+    align = _ALIGN_END.search(text)
+    if align:  # a derivation that ends the text: the right-hand side of its last row ("&= 6 & \text{...}")
+        row = re.split(r"\\\\", align.group(2).strip())[-1]
+        row = _LATEX_GROUP.sub(" ", row.replace("&", " "))
+        got = _bounded(_rhs(row)) if "=" in row else None
+        if got:
+            found.append((align.start(), got))
     offset, sentence = _final_sentence(text)
     if sentence:
         got = _statement_answer(sentence)
