@@ -40,8 +40,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
+from ..answers import DEFAULT_STOP, cut_at_stop
 from .checkpoints import (Checkpoint, RealizedTrace, Reasoning, TraceError, check_tokenizer, checkpoints,
-                          engine_tokenizer_id, find_reasoning)
+                          engine_tokenizer_id, find_reasoning, think_close_id)
 from .forced import DEFAULT_ANSWER_CUES, forced_answer_text, forced_suffix_ids
 from .stopping import StoppingRule
 
@@ -52,46 +53,75 @@ MODULES = ["trajectories.checkpoints", "trajectories.forced", "trajectories.stop
 
 @dataclass(frozen=True)
 class SamplingConfig:
-    """Everything that decides which continuations are sampled (the store is keyed by its hash)."""
+    """Everything that decides which continuations are sampled (the store is keyed by its hash).
+
+    The defaults here are THE defaults of trajectory sampling: ``config/schema.yaml`` states the same values
+    for the workflow (a test keeps them equal) and the ``thinkprobe trajectory`` options read them from here.
+    ``max_tokens`` None (the default) lets every continuation run to its end or to the end of the context
+    (the room the prefix leaves in ``max_model_len``): real reasoning models need thousands of tokens to
+    reach their answer, and a budget cut labels the continuation null. ``stop`` maps a prompt style (the
+    prompt variant the trace was collected with) to its stop strings; ``decoding`` names the decoding
+    condition (``default``, or one of ``trajectories.decodings``) that the records carry.
+    """
 
     n: int = 16
     stride: int = 16
     temperature: float = 0.6
     top_p: float = 0.95
-    max_tokens: int = 512
+    max_tokens: int | None = None
     seed: int | None = 0
     estimator: str = "full"
     forced_max_tokens: int = 16
     answer_cues: Mapping[str, str] = field(default_factory=lambda: dict(DEFAULT_ANSWER_CUES))
     max_reasoning_tokens: int = 0
     stopping: StoppingRule | None = None
+    stop: Mapping[str, tuple[str, ...]] = field(default_factory=lambda: dict(DEFAULT_STOP))
+    decoding: str = "default"
 
     def __post_init__(self):
         if self.estimator not in ESTIMATORS:
             raise ValueError(f"estimator must be one of {ESTIMATORS}, got {self.estimator!r}")
-        if self.n < 1 or self.stride < 1 or self.max_tokens < 1 or self.forced_max_tokens < 1:
-            raise ValueError("n, stride, max_tokens and forced_max_tokens must be >= 1")
+        if self.n < 1 or self.stride < 1 or self.forced_max_tokens < 1 or (self.max_tokens is not None
+                                                                            and self.max_tokens < 1):
+            raise ValueError("n, stride, max_tokens (when set) and forced_max_tokens must be >= 1")
 
     @classmethod
-    def from_config(cls, cfg: Mapping[str, Any]) -> "SamplingConfig":
-        """From the config's ``trajectories`` section (see config/schema.yaml)."""
-        s = cfg.get("sampling", {})
-        st = cfg.get("stopping", {})
-        rule = StoppingRule(st.get("min_n", 4), st.get("round_size", 4), st.get("alpha", 0.05),
-                            st.get("threshold", 0.5)) if st.get("enabled") else None
-        return cls(n=cfg.get("n", 16), stride=cfg.get("stride", 16), temperature=s.get("temperature", 0.6),
-                   top_p=s.get("top_p", 0.95), max_tokens=s.get("max_tokens", 512), seed=s.get("seed", 0),
-                   estimator=cfg.get("estimator", "full"),
-                   forced_max_tokens=cfg.get("forced", {}).get("max_tokens", 16),
-                   answer_cues={**DEFAULT_ANSWER_CUES, **dict(cfg.get("forced", {}).get("answer_cues") or {})},
-                   max_reasoning_tokens=cfg.get("max_reasoning_tokens", 0), stopping=rule)
+    def from_config(cls, cfg: Mapping[str, Any], decoding: str = "default") -> "SamplingConfig":
+        """From the config's ``trajectories`` section (see config/schema.yaml); a key left out takes the
+        dataclass default. ``decoding`` other than ``default`` overlays ``trajectories.decodings[decoding]``
+        (temperature, top_p, max_tokens, seed) on ``sampling``."""
+        d = cls()
+        s = dict(cfg.get("sampling") or {})
+        if decoding != "default":
+            decodings = cfg.get("decodings") or {}
+            if decoding not in decodings:
+                raise ValueError(f"trajectories.decodings: no decoding named {decoding!r}")
+            s.update(decodings[decoding] or {})
+        st = cfg.get("stopping") or {}
+        rule = (StoppingRule(**{k: st[k] for k in ("min_n", "round_size", "alpha", "threshold") if k in st})
+                if st.get("enabled") else None)
+        forced = cfg.get("forced") or {}
+        stop = {**d.stop, **{k: tuple(v) for k, v in (cfg.get("stop") or {}).items()}}
+        return cls(n=cfg.get("n", d.n), stride=cfg.get("stride", d.stride),
+                   temperature=s.get("temperature", d.temperature), top_p=s.get("top_p", d.top_p),
+                   max_tokens=s.get("max_tokens", d.max_tokens), seed=s.get("seed", d.seed),
+                   estimator=cfg.get("estimator", d.estimator),
+                   forced_max_tokens=forced.get("max_tokens", d.forced_max_tokens),
+                   answer_cues={**DEFAULT_ANSWER_CUES, **dict(forced.get("answer_cues") or {})},
+                   max_reasoning_tokens=cfg.get("max_reasoning_tokens", d.max_reasoning_tokens), stopping=rule,
+                   stop=stop, decoding=decoding)
+
+    def stop_for(self, prompt_variant: str | None) -> tuple[str, ...]:
+        """The stop strings of a trace collected with ``prompt_variant`` (unknown or None: none)."""
+        return tuple(self.stop.get(prompt_variant or "", ()))
 
     def as_dict(self) -> dict[str, Any]:
         return {"n": self.n, "stride": self.stride, "temperature": self.temperature, "top_p": self.top_p,
                 "max_tokens": self.max_tokens, "seed": self.seed, "estimator": self.estimator,
                 "forced_max_tokens": self.forced_max_tokens, "answer_cues": dict(sorted(self.answer_cues.items())),
                 "max_reasoning_tokens": self.max_reasoning_tokens,
-                "stopping": self.stopping.as_dict() if self.stopping else None}
+                "stopping": self.stopping.as_dict() if self.stopping else None,
+                "stop": {k: list(v) for k, v in sorted(self.stop.items())}}
 
     def digest(self) -> str:
         return hashlib.sha256(json.dumps(self.as_dict(), sort_keys=True).encode()).hexdigest()[:16]
@@ -107,6 +137,11 @@ class TracePlan:
     prompts: list[tuple[int, ...]] = field(default_factory=list)
     excluded: str | None = None
     skipped: dict[int, str] = field(default_factory=dict)  # checkpoint index -> reason
+
+    @property
+    def prompt_variant(self) -> str | None:
+        """The prompt variant the trace was collected with (its stop strings), when the unit records it."""
+        return (self.trace.extra or {}).get("prompt_variant")
 
 
 def plan_trace(trace: RealizedTrace, tokenizer, cfg: SamplingConfig, max_model_len: int,
@@ -207,8 +242,9 @@ def _add(a, b):
     return None if a is None or b is None else a + b
 
 
-def _labels_for_stopping(entry: Mapping[str, Any], task: str | None, cfg: SamplingConfig) -> list:
-    return [continuation_label(c, task, cfg, entry.get("native", False)) for c in entry["continuations"]]
+def _labels_for_stopping(entry: Mapping[str, Any], task: str | None, cfg: SamplingConfig,
+                         stop: Sequence[str] = ()) -> list:
+    return [continuation_label(c, task, cfg, entry.get("native", False), stop=stop) for c in entry["continuations"]]
 
 
 def sample_plans(engine, plans: Sequence[TracePlan], cfg: SamplingConfig, store: ContinuationStore,
@@ -222,7 +258,9 @@ def sample_plans(engine, plans: Sequence[TracePlan], cfg: SamplingConfig, store:
     stats = {"calls": 0, "prefixes": 0, "sampled_tokens": 0, "prompt_tokens": 0, "cached_tokens": 0,
              "generate_seconds": 0.0, "checkpoints_reused": 0}
     n_target = cfg.n
-    max_new = cfg.forced_max_tokens if cfg.estimator == "forced" else cfg.max_tokens
+    room = getattr(engine, "max_model_len", None)
+    tok = engine.tokenizer() if hasattr(engine, "tokenizer") else None
+    close_id = think_close_id(tok) if tok is not None else None
     round_ = 0
     keys = [p.trace.key for p in plans if not p.excluded]
     while True:
@@ -243,7 +281,8 @@ def sample_plans(engine, plans: Sequence[TracePlan], cfg: SamplingConfig, store:
                 if cfg.stopping is None:
                     more = n_target - have
                 else:
-                    labels = _labels_for_stopping(entry, plan.trace.task, cfg) if entry else []
+                    labels = (_labels_for_stopping(entry, plan.trace.task, cfg, cfg.stop_for(plan.prompt_variant))
+                              if entry else [])
                     more = cfg.stopping.next_n(labels, n_target)
                 if more > 0:
                     todo.append((plan, cp.index, more))
@@ -252,7 +291,8 @@ def sample_plans(engine, plans: Sequence[TracePlan], cfg: SamplingConfig, store:
         log(f"round {round_}: {len(todo)} prefixes to sample")
         for chunk in _calls(todo, prefixes_per_call):
             prompts = [plan.prompts[i] for plan, i, _ in chunk]
-            specs = [_spec(cfg, more, max_new, _seed(cfg.seed, plan.trace.key, i, round_))
+            specs = [_spec(cfg, more, _budget(cfg, len(plan.prompts[i]), room),
+                           _seed(cfg.seed, plan.trace.key, i, round_), cfg.stop_for(plan.prompt_variant))
                      for plan, i, more in chunk]
             t0 = time.perf_counter()
             gens = engine.generate(prompts, specs)
@@ -260,13 +300,17 @@ def sample_plans(engine, plans: Sequence[TracePlan], cfg: SamplingConfig, store:
             entries = []
             for (plan, i, _), prompt, spec, gen in zip(chunk, prompts, specs, gens):
                 cp = plan.checkpoints[i]
-                comps = [{"text": c.text, "n_tokens": len(c.token_ids), "finish_reason": c.finish_reason}
-                         for c in gen.completions]
+                budget = int(gen.info.get("max_tokens", spec.max_tokens))
+                cut = "context" if (cfg.max_tokens is None or budget < spec.max_tokens
+                                    or (room is not None and len(prompt) + budget >= room)) else "budget"
+                comps = [_continuation(c, cut, tok, close_id) for c in gen.completions]
                 cached = gen.cached_tokens
                 entries.append({
                     "trace": plan.trace.key, "checkpoint_index": cp.index, "prefix_tokens": cp.prefix_tokens,
                     "char_offset": cp.char_offset, "prompt_tokens": len(prompt), "cached_tokens": cached,
                     "computed_prefill": None if cached is None else len(prompt) - cached, "seed": spec.seed,
+                    "max_tokens": budget, "max_tokens_requested": cfg.max_tokens if cfg.estimator != "forced"
+                    else cfg.forced_max_tokens, "stop": list(spec.stop),
                     "native": plan.reasoning.native, "status": "error" if gen.error else "ok",
                     "reason": gen.error, "continuations": comps})
                 stats["sampled_tokens"] += sum(c["n_tokens"] for c in comps)
@@ -280,10 +324,50 @@ def sample_plans(engine, plans: Sequence[TracePlan], cfg: SamplingConfig, store:
         round_ += 1
 
 
-def _spec(cfg: SamplingConfig, n: int, max_new: int, seed: int | None):
+def _budget(cfg: SamplingConfig, prompt_tokens: int, max_model_len: int | None) -> int:
+    """Token budget of one continuation: the forced budget, the configured ``max_tokens``, or (unset) the
+    room the prompt leaves in the context; never more than that room (the engine would trim it anyway)."""
+    room = None if max_model_len is None else max(1, max_model_len - prompt_tokens)
+    if cfg.estimator == "forced":
+        wanted = cfg.forced_max_tokens
+    elif cfg.max_tokens is None:
+        if room is None:
+            raise ValueError("max_tokens is unset (run to the context's end) but the engine reports no max_model_len")
+        return room
+    else:
+        wanted = cfg.max_tokens
+    return wanted if room is None else min(wanted, room)
+
+
+def _spec(cfg: SamplingConfig, n: int, max_new: int, seed: int | None, stop: Sequence[str] = ()):
     from ..generate.engine import SamplingSpec
 
-    return SamplingSpec(n=n, temperature=cfg.temperature, top_p=cfg.top_p, max_tokens=max_new, seed=seed)
+    return SamplingSpec(n=n, temperature=cfg.temperature, top_p=cfg.top_p, max_tokens=max_new, seed=seed,
+                        stop=tuple(stop), skip_special_tokens=False)
+
+
+#: Why a continuation stopped (``stop`` of a stored continuation): ``eos`` (end of text), ``stop_string``
+#: (a configured stop string: the model began an invented follow-up), ``budget`` (``max_tokens`` reached),
+#: ``context`` (the end of the context: the budget was the room left, or was trimmed to it), ``error``.
+STOP_REASONS = ("eos", "stop_string", "budget", "context", "error")
+
+
+def _continuation(c, cut: str, tok, close_id: int | None) -> dict[str, Any]:
+    """One stored continuation: text (special tokens kept), token count, finish and stop reason, and where
+    the reasoning ends when the tokenizer has a ``</think>`` token (found from the token ids)."""
+    if c.finish_reason == "stop":
+        stop = "stop_string" if isinstance(getattr(c, "stop_reason", None), str) else "eos"
+    elif c.finish_reason == "length":
+        stop = cut
+    else:
+        stop = "error"
+    out = {"text": c.text, "n_tokens": len(c.token_ids), "finish_reason": c.finish_reason, "stop": stop}
+    if close_id is not None:
+        ids = list(c.token_ids)
+        out["think_closed"] = close_id in ids
+        if out["think_closed"]:
+            out["answer_text"] = tok.decode(ids[ids.index(close_id) + 1:], skip_special_tokens=False)
+    return out
 
 
 def _calls(todo: list, size: int) -> list[list]:
@@ -312,7 +396,9 @@ def continuation_document(plan: TracePlan, entries: Mapping[tuple[str, int], Map
     """The per-trace output (``results/continuations/...json``): every checkpoint with its raw continuations."""
     t = plan.trace
     doc: dict[str, Any] = {"unit": t.ids(), "task": t.task, "gold": t.gold, "estimator": cfg.estimator,
-                           "sampling": cfg.as_dict(), "provenance": dict(prov)}
+                           "decoding": cfg.decoding, "prompt_variant": plan.prompt_variant,
+                           "stop": list(cfg.stop_for(plan.prompt_variant)), "sampling": cfg.as_dict(),
+                           "provenance": dict(prov)}
     if plan.excluded:
         return {**doc, "status": "excluded", "stage": "trajectory_sample", "reason": plan.excluded,
                 "checkpoints": []}
@@ -332,6 +418,7 @@ def continuation_document(plan: TracePlan, entries: Mapping[tuple[str, int], Map
             continue
         comps = e["continuations"]
         rows.append({**row, "status": e["status"], "reason": e.get("reason"), "n": len(comps),
+                     "max_tokens": e.get("max_tokens"),
                      "cached_tokens": e.get("cached_tokens"), "computed_prefill": e.get("computed_prefill"),
                      "calls": e.get("calls", 1), "seeds": e.get("seeds"),
                      "sampled_tokens": sum(c["n_tokens"] for c in comps), "continuations": comps})
@@ -348,8 +435,14 @@ def continuation_document(plan: TracePlan, entries: Mapping[tuple[str, int], Map
 
 
 def continuation_label(cont: Mapping[str, Any], task: str | None, cfg_or_estimator, native: bool,
-                       cues: Mapping[str, str] | None = None) -> str | None:
-    """The canonical label of one continuation (rules in the module docstring); None is the null label."""
+                       cues: Mapping[str, str] | None = None, stop: Sequence[str] = ()) -> str | None:
+    """The canonical label of one continuation (rules in the module docstring); None is the null label.
+
+    ``stop``: the stop strings of the trace's prompt style; the text is cut at the first one before parsing,
+    so an invented follow-up question never decides the label (continuations sampled without them too).
+    Where sampling recorded the reasoning end from the token ids (``think_closed``/``answer_text``, for a
+    tokenizer with a ``</think>`` token) that decides; else ``</think>`` is searched in the text.
+    """
     from .parsing import parse_answer
 
     if task is None:
@@ -359,15 +452,27 @@ def continuation_label(cont: Mapping[str, Any], task: str | None, cfg_or_estimat
         cues = cfg_or_estimator.answer_cues
     text = cont.get("text") or ""
     if estimator == "forced":
-        return parse_answer(forced_answer_text(task, text, cues), task)
+        return parse_answer(cut_at_stop(forced_answer_text(task, text, cues), stop), task)
     if native:
-        pos = text.find("</think>")
+        if "think_closed" in cont:
+            if cont["think_closed"]:
+                return parse_answer(cut_at_stop(cont.get("answer_text") or "", stop), task)
+            pos = -1
+        else:
+            pos = text.find("</think>")
         if pos >= 0:
-            return parse_answer(text[pos + len("</think>"):], task)
+            return parse_answer(cut_at_stop(text[pos + len("</think>"):], stop), task)
         if cont.get("finish_reason") != "stop":
             return None
-        return parse_answer(text, task, strict=True)
-    return parse_answer(text, task, strict=cont.get("finish_reason") == "length")
+        return parse_answer(cut_at_stop(text, stop), task, strict=True)
+    return parse_answer(cut_at_stop(text, stop), task, strict=cont.get("finish_reason") == "length")
+
+
+def _stop_reason(cont: Mapping[str, Any]) -> str:
+    """The recorded stop reason; continuations stored before it was recorded: from ``finish_reason``."""
+    if cont.get("stop"):
+        return cont["stop"]
+    return {"stop": "eos", "length": "budget"}.get(cont.get("finish_reason"), "error")
 
 
 def endpoint_label(reasoning_answer_text: str, task: str | None, native: bool) -> str | None:
@@ -396,7 +501,10 @@ def label_document(doc: Mapping[str, Any], task: str | None = None, gold: str | 
     task = task or doc.get("task")
     gold_raw = gold if gold is not None else doc.get("gold")
     unit = doc["unit"]
+    sampling = doc.get("sampling") or {}
     record: dict[str, Any] = {**unit, "task": task, "estimator": doc.get("estimator"),
+                              "decoding": doc.get("decoding", "default"), "temperature": sampling.get("temperature"),
+                              "top_p": sampling.get("top_p"), "max_tokens": sampling.get("max_tokens"),
                               "status": doc.get("status"), "stage": doc.get("stage"), "reason": doc.get("reason"),
                               "notes": []}
     record["gold"] = parse_answer(str(gold_raw), task) if (gold_raw not in (None, "") and task) else None
@@ -407,17 +515,27 @@ def label_document(doc: Mapping[str, Any], task: str | None = None, gold: str | 
         return {**record, "endpoint_label": None, "checkpoints": []}
     r = doc["reasoning"]
     cues = cues or doc.get("sampling", {}).get("answer_cues")
-    record["endpoint_label"] = endpoint_label(r["answer_text"], task, r["native"])
+    stop = doc.get("stop") or ()
+    record["endpoint_label"] = endpoint_label(cut_at_stop(r["answer_text"], stop), task, r["native"])
     record["cot_tokens_realized"] = r["k"]
     record["reasoning_how"] = r["how"]
     cps = []
     for c in doc["checkpoints"]:
-        labels = [continuation_label(x, task, doc.get("estimator", "full"), r["native"], cues)
-                  for x in c["continuations"]] if c["status"] == "ok" else []
-        cps.append({k: v for k, v in c.items() if k not in ("continuations", "seeds")} | {"labels": labels})
-        if c["status"] != "ok":
+        ok = c["status"] == "ok"
+        labels = [continuation_label(x, task, doc.get("estimator", "full"), r["native"], cues, stop)
+                  for x in c["continuations"]] if ok else []
+        reasons = [_stop_reason(x) for x in c["continuations"]] if ok else []
+        cps.append({k: v for k, v in c.items() if k not in ("continuations", "seeds")} | {
+            "labels": labels, "n_cut_budget": reasons.count("budget"), "n_cut_context": reasons.count("context"),
+            "n_null": sum(label is None for label in labels)})
+        if not ok:
             record["notes"].append(f"checkpoint {c['checkpoint_index']} {c['status']}: {c.get('reason')}")
     record["checkpoints"] = cps
+    final = [c for c in cps if c.get("prefix_tokens") == r["k"] and c["labels"]]
+    record["incomplete"] = not final
+    if record["incomplete"]:
+        record["notes"].append(f"incomplete: the final checkpoint (K = {r['k']} reasoning tokens) has no labels; "
+                               "K-dependent measures are not computed")
     if not any(c["labels"] for c in cps):
         record["status"], record["stage"] = "excluded", "trajectory_label"
         record["reason"] = "no checkpoint could be sampled: " + "; ".join(record["notes"][:3])
