@@ -32,7 +32,7 @@ rule traj_sample:
         protected("results/continuations/{model}/{question_set}/{batch}.json"),
     params:
         model=lambda w: TRAJ_PLAN.models[w.model],
-        traj=TRAJ_PLAN.sampling(),
+        traj=lambda w: TRAJ_PLAN.sampling(w.batch),
         questions=lambda w: TRAJ_PLAN.batch_questions(w.model, w.question_set, w.batch),
         store="results/continuations/_store",
     log:
@@ -86,7 +86,7 @@ rule traj_tables:
         tau=TRAJ["tau"],
         support=TRAJ["support"],
         comparisons=TRAJ["comparisons"],
-        aggregation={k: TRAJ[k] for k in ("group_fraction", "confidence", "disagreement_grid")},
+        aggregation={k: TRAJ[k] for k in ("group_fraction", "confidence", "disagreement_grid", "max_cut_share")},
         code=TRAJ_CODE["tables"],
     log:
         "results/logs/traj_tables.log",

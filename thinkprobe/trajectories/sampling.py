@@ -88,15 +88,16 @@ class SamplingConfig:
     @classmethod
     def from_config(cls, cfg: Mapping[str, Any], decoding: str = "default") -> "SamplingConfig":
         """From the config's ``trajectories`` section (see config/schema.yaml); a key left out takes the
-        dataclass default. ``decoding`` other than ``default`` overlays ``trajectories.decodings[decoding]``
-        (temperature, top_p, max_tokens, seed) on ``sampling``."""
+        dataclass default. A ``decoding`` other than ``default`` (the argument, else the section's
+        ``decoding`` key) overlays ``decodings[decoding]`` (temperature, top_p, max_tokens, seed) on
+        ``sampling`` when the section has ``decodings`` (else ``sampling`` is taken as already overlaid)."""
         d = cls()
+        decoding = decoding if decoding != "default" else cfg.get("decoding") or "default"
         s = dict(cfg.get("sampling") or {})
-        if decoding != "default":
-            decodings = cfg.get("decodings") or {}
-            if decoding not in decodings:
+        if decoding != "default" and "decodings" in cfg:
+            if decoding not in (cfg["decodings"] or {}):
                 raise ValueError(f"trajectories.decodings: no decoding named {decoding!r}")
-            s.update(decodings[decoding] or {})
+            s.update(cfg["decodings"][decoding] or {})
         st = cfg.get("stopping") or {}
         rule = (StoppingRule(**{k: st[k] for k in ("min_n", "round_size", "alpha", "threshold") if k in st})
                 if st.get("enabled") else None)
