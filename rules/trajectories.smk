@@ -26,6 +26,8 @@ TRAJ_GPU = (
 
 
 rule traj_sample:
+    wildcard_constraints:
+        batch=r"b[0-9]+(-[A-Za-z0-9_]+)?",  # b0000 (default decoding) or b0000-<decoding>
     input:
         lambda w: TRAJ_PLAN.trace_files(w.model, w.question_set, w.batch),
     output:
@@ -49,6 +51,8 @@ rule traj_sample:
 
 
 rule traj_label:
+    wildcard_constraints:
+        batch=r"b[0-9]+(-[A-Za-z0-9_]+)?",  # b0000 (default decoding) or b0000-<decoding>
     input:
         "results/continuations/{model}/{question_set}/{batch}.json",
     output:

@@ -19,6 +19,8 @@ from typing import Sequence
 
 #: Tasks whose answers are discrete labels (the trajectory paper's answer spaces).
 ANSWER_TASKS = ("gsm8k", "svamp", "arc", "math")
+#: Every question's task: open-ended questions (no answer label) and the discrete-answer tasks.
+QUESTION_TASKS = ("open", *ANSWER_TASKS)
 
 #: ARC keys written as digits (about 2% of ARC items) and the letters they stand for.
 DIGIT_KEYS = {"1": "A", "2": "B", "3": "C", "4": "D", "5": "E"}
