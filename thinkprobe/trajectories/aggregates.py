@@ -66,7 +66,10 @@ def trace_summary(record: Mapping, tau: float = 0.8, support: str = "exp_entropy
         ``gold_dominant`` (list of bool; None without gold), ``mechanism`` (None without gold),
         ``cot_tokens`` (K: prefix tokens of the last checkpoint), ``n_samples`` (N of the first
         checkpoint), ``n_checkpoints`` (with labels), ``n_checkpoints_skipped``, ``t_commit_frac`` (t_commit / K; 0 when K = 0), and the
-        scalars of :func:`dynamics` (``t_commit`` in prefix tokens).
+        scalars of :func:`dynamics` (``t_commit`` in prefix tokens); ``incomplete`` (the last labelled
+        checkpoint is not K: the :data:`K_DEPENDENT` measures are None, ``cot_tokens`` stays K and
+        ``cot_tokens_sampled`` is the last sampled position); ``n_continuations`` and the sums of the
+        checkpoints' ``n_cut_budget``, ``n_cut_context`` and ``n_null``.
 
     Raises
     ------

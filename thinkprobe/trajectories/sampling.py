@@ -14,8 +14,12 @@ trace is never split across calls unless it alone has more) and, as soon as a ca
 the parts and samples only what is missing: no finished checkpoint is redone. The store is keyed by trace
 and by the hash of the sampling configuration, so parts of another configuration are never mixed in.
 
-Continuations run "to the final answer or a token budget": they stop at the end-of-sequence token or
-after ``max_tokens``. The raw text of every continuation is kept (parsing is a separate, cheap step,
+Continuations run "to the final answer": they stop at the end-of-sequence token, at a stop string of the
+trace's prompt style (a base model's invented follow-up "Question:"), after ``max_tokens`` when it is set,
+or at the end of the context (``max_tokens`` unset, the default: the budget is the room the prefix leaves
+in ``max_model_len``). Each continuation records why (``stop``: :data:`STOP_REASONS`) and each checkpoint
+its budget after trimming (``max_tokens``). Special tokens are kept in the text; where the tokenizer has a
+``</think>`` token the reasoning end is found from the token ids (``think_closed``, ``answer_text``). The raw text of every continuation is kept (parsing is a separate, cheap step,
 :func:`label_document`, so a parser change never costs GPU time). Labelling reads:
 
 * full estimator, native reasoner: the text after ``</think>``; without ``</think>``, a continuation that
@@ -24,6 +28,10 @@ after ``max_tokens``. The raw text of every continuation is kept (parsing is a s
 * full estimator, chain of thought: the whole continuation; one cut by the budget (``length``) is parsed
   strictly (an anchored answer only, else null), one that ended on its own non-strictly;
 * forced estimator: ``cue + text`` (see :mod:`thinkprobe.trajectories.forced`).
+
+Labelling (:func:`label_document`) counts per checkpoint the continuations cut by the budget and by the
+context (``n_cut_budget``, ``n_cut_context``) apart from null labels (``n_null``), and marks a record
+``incomplete`` when its final checkpoint (K) has no labels: K-dependent measures are then not computed.
 
 Bad input never stops a job: a trace whose tokenizer differs, or without token ids, becomes an
 ``excluded`` document naming the reason; a checkpoint whose prefix does not fit the context is recorded
