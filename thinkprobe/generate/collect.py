@@ -41,7 +41,8 @@ from .questions import Question, format_prompt
 from .reasoning import find_loop, split_reasoning
 
 MODULES = ["generate.collect", "generate.reasoning", "generate.plan", "generate.engine", "generate.vllm_engine",
-           "generate.http_engine", "generate.models", "generate.questions", "outputs", "units", "traces"]
+           "generate.http_engine", "generate.models", "generate.questions", "generate.prompts", "answers", "outputs",
+           "units", "traces"]
 STORE_VERSION = 1
 
 

@@ -56,7 +56,7 @@ from .stopping import StoppingRule
 
 ESTIMATORS = ("full", "forced")
 MODULES = ["trajectories.checkpoints", "trajectories.forced", "trajectories.stopping", "trajectories.sampling",
-           "outputs"]
+           "outputs", "answers"]
 
 
 @dataclass(frozen=True)

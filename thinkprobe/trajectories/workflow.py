@@ -24,9 +24,11 @@ from .checkpoints import RealizedTrace, TraceError, realized_from_unit
 from .sampling import MODULES as SAMPLING_MODULES
 from .sampling import SamplingConfig, label_document, sample_traces
 
-LABEL_MODULES = ["trajectories.parsing", "trajectories.sampling", "trajectories.forced", "trajectories.workflow"]
+LABEL_MODULES = ["trajectories.parsing", "trajectories.sampling", "trajectories.forced", "trajectories.workflow",
+                 "answers"]
 TABLE_MODULES = ["trajectories.distributions", "trajectories.dynamics", "trajectories.mechanisms",
-                 "trajectories.aggregates", "trajectories.figures", "trajectories.workflow"]
+                 "trajectories.aggregates", "trajectories.figures", "trajectories.workflow", "trajectories.parsing",
+                 "answers"]
 JOIN_MODULES = ["trajectories.join", "trajectories.distributions", "pipeline", "graph", "segmentation",
                 "texttiling", "trajectories.workflow"]
 
