@@ -151,7 +151,7 @@ def _run(args: argparse.Namespace) -> int:
     if record["status"] == "ok":
         s = trace_summary(record, tau=args.tau)
         keys = ("gold", "endpoint_label", "correct", "mechanism", "switches", "recurrence", "path_length",
-                "r_direct", "t_commit", "cot_tokens")
+                "r_direct", "t_commit", "cot_tokens", "incomplete", "n_cut_budget", "n_cut_context", "n_null")
         print("  ".join(f"{k}={s.get(k)}" for k in keys))
     else:
         print(f"record {record['status']}: {record['reason']}")
