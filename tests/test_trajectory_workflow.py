@@ -127,6 +127,9 @@ def test_two_items_through_the_rules_killed_mid_batch_and_resumed(tmp_path):
     ({"stopping": {"alpha": 1.0}}, "trajectories.stopping.alpha = 1.0 is not allowed"),
     ({"forced": {"answer_cues": {"chess": "mate in"}}}, "trajectories.forced.answer_cues"),
     ({"bogus": 1}, "trajectories: Additional properties are not allowed"),
+    ({"decodings": {"default": {"temperature": 0.2}}}, "trajectories.decodings = 'default'"),
+    ({"decodings": {"t02": {"temprature": 0.2}}}, "trajectories.decodings.t02: Additional properties"),
+    ({"sampling": {"max_tokens": 0}}, "trajectories.sampling.max_tokens = 0 is not allowed"),
 ])
 def test_trajectory_config_is_validated(edit, message):
     from thinkprobe.config import ConfigError, load_schema, validate_config
