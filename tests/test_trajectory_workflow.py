@@ -164,7 +164,7 @@ def test_temperature_comparison_end_to_end(tmp_path):
     cfg["collection"]["jobs"] = [{"model": "smollm2", "question_set": "gsm8k_demo", "runs": 1,
                                   "sampling": {"max_tokens": 40}}]
     cfg["trajectories"].update(
-        n=3, stride=16, sampling={"temperature": 0.6, "top_p": 0.95, "max_tokens": 12, "seed": 0},
+        n=4, stride=16, sampling={"temperature": 0.6, "top_p": 0.95, "max_tokens": 64, "seed": 0},
         decodings={"t02": {"temperature": 0.2}, "t10": {"temperature": 1.0}},
         comparisons=[{"name": "temperature", "tasks": ["gsm8k"],
                       "pairs": [{"reference": {"model": "smollm2", "decoding": "t02"},
@@ -182,6 +182,9 @@ def test_temperature_comparison_end_to_end(tmp_path):
         assert {d["sampling"]["temperature"] for d in batch["documents"]} == {0.2 if decoding == "t02" else 1.0}
     comparisons = pd.read_parquet(wd / "results/tables/trajectory_comparisons.parquet")
     assert set(comparisons["comparison"]) == {"temperature"}
+    from thinkprobe.trajectories.aggregates import PROFILE_METRICS as _metrics
+
+    assert comparisons[comparisons["metric"].isin(_metrics)]["mean"].notna().any()  # a change was measured
     assert (comparisons["n"] <= 1).all()  # one matched pair of conditions
     # the changes are standardised by the default decoding's SD of each metric across its traces
     from thinkprobe.trajectories.aggregates import PROFILE_METRICS
