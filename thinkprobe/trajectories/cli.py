@@ -97,7 +97,8 @@ def _run(args: argparse.Namespace) -> int:
     from .aggregates import trace_summary
     from .checkpoints import RealizedTrace, engine_tokenizer_id
     from .distributions import dominant_set, effective_support, state_from_labels
-    from .sampling import SamplingConfig, label_document, sample_traces
+    from .labelling import label_document
+    from .sampling import SamplingConfig, sample_traces
 
     rec = _read_record(args.record)
     os.environ.setdefault("VLLM_LOGGING_STREAM", "ext://sys.stderr")  # stdout carries the table only

@@ -19,19 +19,11 @@ trace's prompt style (a base model's invented follow-up "Question:"), after ``ma
 or at the end of the context (``max_tokens`` unset, the default: the budget is the room the prefix leaves
 in ``max_model_len``). Each continuation records why (``stop``: :data:`STOP_REASONS`) and each checkpoint
 its budget after trimming (``max_tokens``). Special tokens are kept in the text; where the tokenizer has a
-``</think>`` token the reasoning end is found from the token ids (``think_closed``, ``answer_text``). The raw text of every continuation is kept (parsing is a separate, cheap step,
-:func:`label_document`, so a parser change never costs GPU time). Labelling reads:
+``</think>`` token the reasoning end is found from the token ids (``think_closed``, ``answer_text``).
 
-* full estimator, native reasoner: the text after ``</think>``; without ``</think>``, a continuation that
-  ended on its own (weak prompted models forget the tag) is parsed strictly (an anchored answer such as
-  "The answer is 12" only), one cut by the budget is null (it never finished its reasoning);
-* full estimator, chain of thought: the whole continuation; one cut by the budget (``length``) is parsed
-  strictly (an anchored answer only, else null), one that ended on its own non-strictly;
-* forced estimator: ``cue + text`` (see :mod:`thinkprobe.trajectories.forced`).
-
-Labelling (:func:`label_document`) counts per checkpoint the continuations cut by the budget and by the
-context (``n_cut_budget``, ``n_cut_context``) apart from null labels (``n_null``), and marks a record
-``incomplete`` when its final checkpoint (K) has no labels: K-dependent measures are then not computed.
+The raw text of every continuation is kept; labelling is a separate, cheap step
+(:mod:`thinkprobe.trajectories.labelling`, re-exported here), so a parser change never costs GPU time. The
+store of finished calls is :mod:`thinkprobe.trajectories.store`.
 
 Bad input never stops a job: a trace whose tokenizer differs, or without token ids, becomes an
 ``excluded`` document naming the reason; a checkpoint whose prefix does not fit the context is recorded
@@ -45,18 +37,19 @@ import json
 import os
 import time
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
-from ..answers import DEFAULT_STOP, cut_at_stop
+from ..answers import DEFAULT_STOP
 from .checkpoints import (Checkpoint, RealizedTrace, Reasoning, TraceError, check_tokenizer, checkpoints,
                           engine_tokenizer_id, find_reasoning, think_close_id)
-from .forced import DEFAULT_ANSWER_CUES, forced_answer_text, forced_suffix_ids
+from .forced import DEFAULT_ANSWER_CUES, forced_suffix_ids
+from .labelling import continuation_label, endpoint_label, label_document  # noqa: F401 - re-exported
 from .stopping import StoppingRule
+from .store import ContinuationStore  # noqa: F401 - re-exported
 
 ESTIMATORS = ("full", "forced")
 MODULES = ["trajectories.checkpoints", "trajectories.forced", "trajectories.stopping", "trajectories.sampling",
-           "outputs", "answers"]
+           "trajectories.store", "trajectories.labelling", "outputs", "answers"]
 
 
 @dataclass(frozen=True)
@@ -183,72 +176,6 @@ def _seed(base: int | None, key: str, index: int, round_: int) -> int | None:
         return None
     h = hashlib.sha256(f"{base}:{key}:{index}:{round_}".encode()).digest()
     return int.from_bytes(h[:4], "big") & 0x7FFFFFFF
-
-
-class ContinuationStore:
-    """Per-trace folders of part files; a call's continuations of one trace form one part, written atomically.
-
-    Layout: ``root/<model>/<question_set>/<question_id>/<run>/<config digest>-<trace hash>/part-*.json``
-    (the trace hash covers the prompt and completion token ids: a re-collected trace starts afresh). The store
-    outlives the job: a killed job rerun, or a batch rebuilt with one more question, reads what is there
-    and samples only what is missing. ``entries(keys)`` merges the parts of those traces into
-    ``{(trace_key, checkpoint_index): entry}``, the continuations of one checkpoint concatenated in
-    sampling order.
-    """
-
-    def __init__(self, root: str | os.PathLike, digest: str, trace_hashes: Mapping[str, str] | None = None):
-        self.root = Path(root)
-        self.digest = digest
-        self.trace_hashes = dict(trace_hashes or {})
-
-    def folder(self, key: str) -> Path:
-        from ..traces import safe_id
-
-        tail = self.digest + (f"-{self.trace_hashes[key][:12]}" if key in self.trace_hashes else "")
-        return self.root.joinpath(*[safe_id(part) for part in key.split("/")], tail)
-
-    def parts(self, key: str) -> list[Path]:
-        folder = self.folder(key)
-        return sorted(folder.glob("part-*.json")) if folder.is_dir() else []
-
-    def entries(self, keys: Sequence[str]) -> dict[tuple[str, int], dict[str, Any]]:
-        merged: dict[tuple[str, int], dict[str, Any]] = {}
-        for path in [p for key in keys for p in self.parts(key)]:
-            with open(path, encoding="utf-8") as fh:
-                part = json.load(fh)
-            for e in part["entries"]:
-                key = (e["trace"], int(e["checkpoint_index"]))
-                if key not in merged:
-                    merged[key] = {**e, "continuations": list(e["continuations"]), "seeds": [e.get("seed")],
-                                   "calls": 1}
-                else:
-                    m = merged[key]
-                    m["continuations"].extend(e["continuations"])
-                    m["seeds"].append(e.get("seed"))
-                    m["calls"] += 1
-                    m["cached_tokens"] = _add(m.get("cached_tokens"), e.get("cached_tokens"))
-                    m["computed_prefill"] = _add(m.get("computed_prefill"), e.get("computed_prefill"))
-                    if e["status"] != "ok":
-                        m["status"], m["reason"] = e["status"], e.get("reason")
-        return merged
-
-    def write(self, entries: list[dict[str, Any]], call: dict[str, Any]) -> list[Path]:
-        """One part per trace of a finished call."""
-        from ..outputs import write_json
-
-        by_trace: dict[str, list[dict[str, Any]]] = {}
-        for e in entries:
-            by_trace.setdefault(e["trace"], []).append(e)
-        paths = []
-        for key, items in by_trace.items():
-            path = self.folder(key) / f"part-{time.time_ns():020d}-{os.getpid()}.json"
-            write_json(path, {"entries": items, "call": call})
-            paths.append(path)
-        return paths
-
-
-def _add(a, b):
-    return None if a is None or b is None else a + b
 
 
 def _labels_for_stopping(entry: Mapping[str, Any], task: str | None, cfg: SamplingConfig,
@@ -441,114 +368,6 @@ def continuation_document(plan: TracePlan, entries: Mapping[tuple[str, int], Map
                           "k_sampled": plan.checkpoints[-1].prefix_tokens, "head_tokens": len(r.head),
                           "prompt_tokens": len(t.prompt_ids), "text": r.text, "answer_text": r.answer_text},
             "totals": totals, "checkpoints": rows}
-
-
-def continuation_label(cont: Mapping[str, Any], task: str | None, cfg_or_estimator, native: bool,
-                       cues: Mapping[str, str] | None = None, stop: Sequence[str] = ()) -> str | None:
-    """The canonical label of one continuation (rules in the module docstring); None is the null label.
-
-    ``stop``: the stop strings of the trace's prompt style; the text is cut at the first one before parsing,
-    so an invented follow-up question never decides the label (continuations sampled without them too).
-    Where sampling recorded the reasoning end from the token ids (``think_closed``/``answer_text``, for a
-    tokenizer with a ``</think>`` token) that decides; else ``</think>`` is searched in the text.
-    """
-    from .parsing import parse_answer
-
-    if task is None:
-        return None
-    estimator = cfg_or_estimator.estimator if isinstance(cfg_or_estimator, SamplingConfig) else cfg_or_estimator
-    if isinstance(cfg_or_estimator, SamplingConfig):
-        cues = cfg_or_estimator.answer_cues
-    text = cont.get("text") or ""
-    if estimator == "forced":
-        return parse_answer(cut_at_stop(forced_answer_text(task, text, cues), stop), task)
-    if native:
-        if "think_closed" in cont:
-            if cont["think_closed"]:
-                return parse_answer(cut_at_stop(cont.get("answer_text") or "", stop), task)
-            pos = -1
-        else:
-            pos = text.find("</think>")
-        if pos >= 0:
-            return parse_answer(cut_at_stop(text[pos + len("</think>"):], stop), task)
-        if cont.get("finish_reason") != "stop":
-            return None
-        return parse_answer(cut_at_stop(text, stop), task, strict=True)
-    return parse_answer(cut_at_stop(text, stop), task, strict=cont.get("finish_reason") == "length")
-
-
-def _stop_reason(cont: Mapping[str, Any]) -> str:
-    """The recorded stop reason; continuations stored before it was recorded: from ``finish_reason``."""
-    if cont.get("stop"):
-        return cont["stop"]
-    return {"stop": "eos", "length": "budget"}.get(cont.get("finish_reason"), "error")
-
-
-def endpoint_label(reasoning_answer_text: str, task: str | None, native: bool) -> str | None:
-    """The realized trace's own final answer, parsed (after ``</think>`` for native reasoners)."""
-    from .parsing import parse_answer
-
-    if task is None:
-        return None
-    text = reasoning_answer_text
-    if native:
-        pos = text.find("</think>")
-        text = text[pos + len("</think>"):] if pos >= 0 else ""
-    return parse_answer(text, task)
-
-
-def label_document(doc: Mapping[str, Any], task: str | None = None, gold: str | None = None,
-                   cues: Mapping[str, str] | None = None) -> dict[str, Any]:
-    """A continuation document -> the trajectory record of :mod:`thinkprobe.trajectories` (labels parsed).
-
-    ``gold`` (raw) is canonicalised with the task's parser; a question without gold keeps ``gold: None``
-    (no mechanism) and says so in ``notes``. Excluded documents give a record with ``status: excluded``
-    and no checkpoints.
-    """
-    from .parsing import parse_answer
-
-    task = task or doc.get("task")
-    gold_raw = gold if gold is not None else doc.get("gold")
-    unit = doc["unit"]
-    sampling = doc.get("sampling") or {}
-    record: dict[str, Any] = {**unit, "task": task, "estimator": doc.get("estimator"),
-                              "decoding": doc.get("decoding", "default"), "temperature": sampling.get("temperature"),
-                              "top_p": sampling.get("top_p"), "max_tokens": sampling.get("max_tokens"),
-                              "status": doc.get("status"), "stage": doc.get("stage"), "reason": doc.get("reason"),
-                              "notes": []}
-    record["gold"] = parse_answer(str(gold_raw), task) if (gold_raw not in (None, "") and task) else None
-    if record["gold"] is None:
-        record["notes"].append("no gold answer: no mechanism" if gold_raw in (None, "")
-                               else f"gold answer {gold_raw!r} does not parse for task {task!r}")
-    if doc.get("status") != "ok":
-        return {**record, "endpoint_label": None, "checkpoints": []}
-    r = doc["reasoning"]
-    cues = cues or doc.get("sampling", {}).get("answer_cues")
-    stop = doc.get("stop") or ()
-    record["endpoint_label"] = endpoint_label(cut_at_stop(r["answer_text"], stop), task, r["native"])
-    record["cot_tokens_realized"] = r["k"]
-    record["reasoning_how"] = r["how"]
-    cps = []
-    for c in doc["checkpoints"]:
-        ok = c["status"] == "ok"
-        labels = [continuation_label(x, task, doc.get("estimator", "full"), r["native"], cues, stop)
-                  for x in c["continuations"]] if ok else []
-        reasons = [_stop_reason(x) for x in c["continuations"]] if ok else []
-        cps.append({k: v for k, v in c.items() if k not in ("continuations", "seeds")} | {
-            "labels": labels, "n_cut_budget": reasons.count("budget"), "n_cut_context": reasons.count("context"),
-            "n_null": sum(label is None for label in labels)})
-        if not ok:
-            record["notes"].append(f"checkpoint {c['checkpoint_index']} {c['status']}: {c.get('reason')}")
-    record["checkpoints"] = cps
-    final = [c for c in cps if c.get("prefix_tokens") == r["k"] and c["labels"]]
-    record["incomplete"] = not final
-    if record["incomplete"]:
-        record["notes"].append(f"incomplete: the final checkpoint (K = {r['k']} reasoning tokens) has no labels; "
-                               "K-dependent measures are not computed")
-    if not any(c["labels"] for c in cps):
-        record["status"], record["stage"] = "excluded", "trajectory_label"
-        record["reason"] = "no checkpoint could be sampled: " + "; ".join(record["notes"][:3])
-    return record
 
 
 def sampling_provenance(engine, cfg: SamplingConfig, fingerprint: str | None = None) -> dict[str, Any]:

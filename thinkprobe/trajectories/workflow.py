@@ -21,10 +21,11 @@ from typing import Any, Callable, Mapping, Sequence
 from ..outputs import provenance, write_json, write_table
 from ..units import unit_path
 from .checkpoints import RealizedTrace, TraceError, realized_from_unit
+from .labelling import label_document
 from .sampling import MODULES as SAMPLING_MODULES
-from .sampling import SamplingConfig, label_document, sample_traces
+from .sampling import SamplingConfig, sample_traces
 
-LABEL_MODULES = ["trajectories.parsing", "trajectories.sampling", "trajectories.forced", "trajectories.workflow",
+LABEL_MODULES = ["trajectories.parsing", "trajectories.labelling", "trajectories.forced", "trajectories.workflow",
                  "answers"]
 TABLE_MODULES = ["trajectories.distributions", "trajectories.dynamics", "trajectories.mechanisms",
                  "trajectories.aggregates", "trajectories.figures", "trajectories.workflow", "trajectories.parsing",
