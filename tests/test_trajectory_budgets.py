@@ -220,3 +220,14 @@ def test_continuation_cut_by_its_budget_is_recorded_counted_and_warned(engine, e
     warnings = cut_warnings(cond, 0.1)
     assert len(warnings) == 1 and f"model {engine.model} task gsm8k" in warnings[0]
     assert cut_warnings(cond, 1.0) == []
+
+
+def test_budget_is_the_room_left_unless_set():
+    from thinkprobe.trajectories.sampling import _budget
+
+    assert _budget(SamplingConfig(), 1500, 2048) == 548  # unset: to the end of the context
+    assert _budget(SamplingConfig(max_tokens=96), 1500, 2048) == 96
+    assert _budget(SamplingConfig(max_tokens=96), 2000, 2048) == 48  # trimmed at the context edge
+    assert _budget(SamplingConfig(estimator="forced"), 1500, 2048) == SamplingConfig().forced_max_tokens
+    with pytest.raises(ValueError, match="no max_model_len"):
+        _budget(SamplingConfig(), 1500, None)

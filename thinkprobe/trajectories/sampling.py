@@ -194,7 +194,7 @@ def sample_plans(engine, plans: Sequence[TracePlan], cfg: SamplingConfig, store:
     stats = {"calls": 0, "prefixes": 0, "sampled_tokens": 0, "prompt_tokens": 0, "cached_tokens": 0,
              "generate_seconds": 0.0, "checkpoints_reused": 0}
     n_target = cfg.n
-    room = getattr(engine, "max_model_len", None)
+    context_len = getattr(engine, "max_model_len", None)
     tok = engine.tokenizer() if hasattr(engine, "tokenizer") else None
     close_id = think_close_id(tok) if tok is not None else None
     round_ = 0
@@ -227,7 +227,7 @@ def sample_plans(engine, plans: Sequence[TracePlan], cfg: SamplingConfig, store:
         log(f"round {round_}: {len(todo)} prefixes to sample")
         for chunk in _calls(todo, prefixes_per_call):
             prompts = [plan.prompts[i] for plan, i, _ in chunk]
-            specs = [_spec(cfg, more, _budget(cfg, len(plan.prompts[i]), room),
+            specs = [_spec(cfg, more, _budget(cfg, len(plan.prompts[i]), context_len),
                            _seed(cfg.seed, plan.trace.key, i, round_), cfg.stop_for(plan.prompt_variant))
                      for plan, i, more in chunk]
             t0 = time.perf_counter()
@@ -237,16 +237,16 @@ def sample_plans(engine, plans: Sequence[TracePlan], cfg: SamplingConfig, store:
             for (plan, i, _), prompt, spec, gen in zip(chunk, prompts, specs, gens):
                 cp = plan.checkpoints[i]
                 budget = int(gen.info.get("max_tokens", spec.max_tokens))
-                cut = "context" if (cfg.max_tokens is None or budget < spec.max_tokens
-                                    or (room is not None and len(prompt) + budget >= room)) else "budget"
+                to_the_end = cfg.estimator != "forced" and cfg.max_tokens is None
+                at_edge = context_len is not None and len(prompt) + budget >= context_len
+                cut = "context" if to_the_end or at_edge else "budget"  # what a "length" finish ran into
                 comps = [_continuation(c, cut, tok, close_id) for c in gen.completions]
                 cached = gen.cached_tokens
                 entries.append({
                     "trace": plan.trace.key, "checkpoint_index": cp.index, "prefix_tokens": cp.prefix_tokens,
                     "char_offset": cp.char_offset, "prompt_tokens": len(prompt), "cached_tokens": cached,
                     "computed_prefill": None if cached is None else len(prompt) - cached, "seed": spec.seed,
-                    "max_tokens": budget, "max_tokens_requested": cfg.max_tokens if cfg.estimator != "forced"
-                    else cfg.forced_max_tokens, "stop": list(spec.stop),
+                    "max_tokens": budget, "stop": list(spec.stop),
                     "native": plan.reasoning.native, "status": "error" if gen.error else "ok",
                     "reason": gen.error, "continuations": comps})
                 stats["sampled_tokens"] += sum(c["n_tokens"] for c in comps)
