@@ -2,6 +2,7 @@
 
     .venv/bin/python bench/trajectory_bench.py                 # 2 GSM8K items of ../shared/corpus (else the demo set)
     .venv/bin/python bench/trajectory_bench.py --items 3 --n 8 --max-tokens 64
+    .venv/bin/python bench/trajectory_bench.py --max-tokens 0       # budget unset: to the end or the context's end
 
 One engine, one process, one run:
 
@@ -15,7 +16,9 @@ One engine, one process, one run:
 5. the forced-answer estimator on the same checkpoints: sampled tokens and wall time against full
    continuations, and the median TV between the two distributions per checkpoint;
 6. sequential stopping on the full continuations (the first n of N i.i.d. samples are a sequential sample):
-   continuations saved and median / max TV against fixed N.
+   continuations saved and median / max TV against fixed N;
+7. why the full continuations stopped: the shares ended by end-of-sequence, a stop string, the budget and
+   the context (the share cut by the budget is what a too-small budget costs: those labels are null).
 """
 
 from __future__ import annotations
@@ -43,7 +46,8 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--items", type=int, default=2)
     ap.add_argument("--n", type=int, default=8)
-    ap.add_argument("--max-tokens", type=int, default=64, help="token budget of one full continuation")
+    ap.add_argument("--max-tokens", type=int, default=64,
+                    help="token budget of one full continuation (0: unset, to its end or the context's end)")
     ap.add_argument("--trace-tokens", type=int, default=192)
     ap.add_argument("--json", metavar="FILE", help="also write the figures as JSON")
     args = ap.parse_args()
@@ -73,13 +77,16 @@ def main() -> None:
     gens = engine.generate(prompts, [SamplingSpec(n=1, temperature=0.6, max_tokens=args.trace_tokens, seed=i)
                                      for i in range(len(prompts))])
     traces = [RealizedTrace("smollm2", "gsm8k", q.id, "1", tuple(p), tuple(g.completions[0].token_ids),
-                            g.completions[0].text, fp, "gsm8k", q.gold) for q, p, g in zip(questions, prompts, gens)]
+                            g.completions[0].text, fp, "gsm8k", q.gold, {"prompt_variant": "cot"})
+              for q, p, g in zip(questions, prompts, gens)]
 
-    full = SamplingConfig(n=args.n, stride=16, max_tokens=args.max_tokens, seed=0)
+    budget = args.max_tokens or None
+    full = SamplingConfig(n=args.n, stride=16, max_tokens=budget, seed=0)
     plans = [plan_trace(t, tok, full, engine.max_model_len, engine.model, fp) for t in traces]
     raw_prompts = [p for plan in plans for i, p in enumerate(plan.prompts) if i not in plan.skipped]
-    raw_specs = [SamplingSpec(n=args.n, temperature=full.temperature, top_p=full.top_p, max_tokens=args.max_tokens,
-                              seed=k) for k in range(len(raw_prompts))]
+    raw_specs = [SamplingSpec(n=args.n, temperature=full.temperature, top_p=full.top_p,
+                              max_tokens=min(budget or engine.max_model_len, engine.max_model_len - len(p)),
+                              seed=k) for k, p in enumerate(raw_prompts)]
     _reset_cache(engine)
     t0 = time.perf_counter()
     raw = engine.generate(raw_prompts, raw_specs)
@@ -113,11 +120,17 @@ def main() -> None:
     rule_rate = stats["sampled_tokens"] / rule_s
     raw_rate = raw_tokens / raw_s
     null_share = sum(lab is None for ls in full_labels for lab in ls) / max(1, sum(map(len, full_labels)))
+    conts = [x for d in docs if d["status"] == "ok" for c in d["checkpoints"] for x in c.get("continuations", [])]
+    n_cont = max(1, len(conts))
+    stops: dict[str, int] = {}
+    for x in conts:
+        stops[x["stop"]] = stops.get(x["stop"], 0) + 1
+    lengths = [x["n_tokens"] for x in conts] or [0]
     rows = [
         ("items (realized traces)", f"{len(traces)} from {source.name}"),
         ("reasoning tokens K per trace", ", ".join(map(str, ks))),
         ("checkpoints (prefixes)", str(len(raw_prompts))),
-        ("N / continuation budget (tokens)", f"{args.n} / {args.max_tokens}"),
+        ("N / continuation budget (tokens)", f"{args.n} / {budget or 'unset (room left in the context)'}"),
         ("engine start (s)", f"{start_s:.1f}"),
         ("raw engine: sampled tokens", f"{raw_tokens}"),
         ("raw engine: tokens/s", f"{raw_rate:.1f}"),
@@ -129,6 +142,11 @@ def main() -> None:
         ("prefill computed (tokens)", f"{computed}"),
         ("**computed / sum of prefixes (target <= 0.20)**", f"**{computed / prefix_sum:.3f}**"),
         ("null labels among full continuations", f"{null_share:.2f}"),
+        ("**continuations cut by the budget**", f"**{stops.get('budget', 0) / n_cont:.2f}**"),
+        ("continuations ended by eos / stop string / context",
+         f"{stops.get('eos', 0) / n_cont:.2f} / {stops.get('stop_string', 0) / n_cont:.2f} / "
+         f"{stops.get('context', 0) / n_cont:.2f}"),
+        ("continuation length: mean / max tokens", f"{sum(lengths) / n_cont:.0f} / {max(lengths)}"),
         ("forced: sampled tokens / full", f"{cmp['cost_ratio']:.3f}"),
         ("forced: wall seconds / full", f"{forced_s / rule_s:.3f}"),
         ("forced vs full: median TV per checkpoint", f"{cmp['median_tv']:.3f}"),

@@ -42,13 +42,15 @@ TRAJ_GPU = (
 
 
 rule traj_sample:
+    wildcard_constraints:
+        batch=r"b[0-9]+(-[A-Za-z0-9_]+)?",  # b0000 (default decoding) or b0000-<decoding>
     input:
         lambda w: TRAJ_PLAN.trace_files(w.model, w.question_set, w.batch),
     output:
         protected("results/continuations/{model}/{question_set}/{batch}.json"),
     params:
         model=lambda w: TRAJ_PLAN.models[w.model],
-        traj=TRAJ_PLAN.sampling(),
+        traj=lambda w: TRAJ_PLAN.sampling(w.batch),
         questions=lambda w: TRAJ_PLAN.batch_questions(w.model, w.question_set, w.batch),
         store="results/continuations/_store",
     log:
@@ -65,6 +67,8 @@ rule traj_sample:
 
 
 rule traj_label:
+    wildcard_constraints:
+        batch=r"b[0-9]+(-[A-Za-z0-9_]+)?",  # b0000 (default decoding) or b0000-<decoding>
     input:
         "results/continuations/{model}/{question_set}/{batch}.json",
     output:
@@ -102,7 +106,7 @@ rule traj_tables:
         tau=TRAJ["tau"],
         support=TRAJ["support"],
         comparisons=TRAJ["comparisons"],
-        aggregation={k: TRAJ[k] for k in ("group_fraction", "confidence", "disagreement_grid")},
+        aggregation={k: TRAJ[k] for k in ("group_fraction", "confidence", "disagreement_grid", "max_cut_share")},
         code=TRAJ_CODE["tables"],
     log:
         "results/logs/traj_tables.log",

@@ -40,10 +40,15 @@ def test_hand_made_trajectory_all_metrics():
     # TV steps: |.5-.25| = .25; |.25-1| = .75; |1-.75| = .25; |.75-1| = .25 -> path length 1.5
     assert d["tv_steps"] == pytest.approx([0.25, 0.75, 0.25, 0.25])
     assert d["path_length"] == pytest.approx(1.5)
-    # concentration: shares 1/6, 1/2, 1/6, 1/6 -> 1/36 + 1/4 + 1/36 + 1/36 = 1/3
-    assert d["motion_concentration"] == pytest.approx(1 / 3)
-    # center: (1/6)(1/4) + (1/2)(2/4) + (1/6)(3/4) + (1/6)(4/4) = (1 + 6 + 3 + 4) / 24 = 14/24
-    assert d["motion_center"] == pytest.approx(14 / 24)
+    # concentration: shares 1/6, 1/2, 1/6, 1/6 over steps of 16, 16, 16 and 12 tokens (stride 16): the last,
+    # shorter step is a partial bin, weighted 16/12 -> 1/36 + 1/4 + 1/36 + (1/36)(16/12) = 37/108
+    assert d["motion_concentration"] == pytest.approx(37 / 108)
+    # center, in tokens: (1/6)(16/60) + (1/2)(32/60) + (1/6)(48/60) + (1/6)(60/60) = 220/360 = 11/18
+    assert d["motion_center"] == pytest.approx(11 / 18)
+    # without positions every step has width 1: the plain Herfindahl index 1/3 and center 14/24
+    plain = dynamics(states, tau=0.8)
+    assert plain["motion_concentration"] == pytest.approx(1 / 3)
+    assert plain["motion_center"] == pytest.approx(14 / 24)
     # directness: TV(p_0, p_4) = .5 (a: .5 -> 1) over path length 1.5 = 1/3
     assert d["r_direct"] == pytest.approx(1 / 3)
     # commitment: a >= .8 at t=4 only (t=3 has .75) -> index 4, position 60 tokens
@@ -77,7 +82,9 @@ def test_zero_motion_leaves_directness_and_concentration_undefined():
 
 def test_single_checkpoint_trajectory():
     d = dynamics([{"5": 1.0}])
-    assert d["n_checkpoints"] == 1 and d["switches"] == 0 and d["path_length"] == 0
+    # path length is undefined for a single checkpoint (no step; the paper), so means leave it out
+    assert d["n_checkpoints"] == 1 and d["switches"] == 0 and d["path_length"] is None
+    assert dynamics([{"5": 1.0}, {"5": 1.0}])["path_length"] == 0
     assert d["t_commit"] == 0 and d["r_direct"] is None
 
 

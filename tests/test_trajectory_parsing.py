@@ -139,7 +139,7 @@ MATH_OUTPUTS = [
     ("\\boxed{\\text{Evelyn}}", "evelyn"),
     ("so we need \\boxed{\\frac{\\sqrt{2}}{2}}", "\\frac{\\sqrt{2}}{2}"),
     ("\\boxed{\\sqrt2/2}", "\\frac{\\sqrt{2}}{2}"),
-    ("\\boxed{10\\%}", "\\frac{1}{10}"),
+    ("\\boxed{10\\%}", "10"),  # a percentage is labelled by its number (5\\% and 5 share a label)
     ("\\boxed{5\\text{ cm}}", "5"),
     ("Final Answer: The final answer is $-\\frac{1}{3}$. I hope it is correct.", "- \\frac{1}{3}"),
     ("The answer is \\(\\frac{-1}{3}\\)", "- \\frac{1}{3}"),

@@ -140,6 +140,9 @@ def test_two_items_through_the_rules_killed_mid_batch_and_resumed(tmp_path):
     ({"stopping": {"alpha": 1.0}}, "trajectories.stopping.alpha = 1.0 is not allowed"),
     ({"forced": {"answer_cues": {"chess": "mate in"}}}, "trajectories.forced.answer_cues"),
     ({"bogus": 1}, "trajectories: Additional properties are not allowed"),
+    ({"decodings": {"default": {"temperature": 0.2}}}, "trajectories.decodings = 'default'"),
+    ({"decodings": {"t02": {"temprature": 0.2}}}, "trajectories.decodings.t02: Additional properties"),
+    ({"sampling": {"max_tokens": 0}}, "trajectories.sampling.max_tokens = 0 is not allowed"),
 ])
 def test_trajectory_config_is_validated(edit, message):
     from thinkprobe.config import ConfigError, load_schema, validate_config
@@ -162,3 +165,52 @@ def test_default_config_plans_the_trajectory_jobs(tmp_path):
                                               "trajectories": {"models": ["nope"], "question_sets": ["gsm8k_demo"]}})
     proc = snakemake(missing, "-n", "trajectories", check=False)
     assert proc.returncode != 0 and "'nope' is not defined in the config's models: section" in proc.stdout + proc.stderr
+
+
+def test_temperature_comparison_end_to_end(tmp_path):
+    """The paper's temperature comparison (T = 0.2 vs 1.0) through the rules: the demo's three GSM8K items,
+    SmolLM2 sampled under the default decoding and two further decodings, standardised by the default
+    decoding's SD (issue 15)."""
+    cfg = _default()
+    if "stats" in cfg:
+        cfg["stats"]["enabled"] = False
+    cfg["collection"]["jobs"] = [{"model": "smollm2", "question_set": "gsm8k_demo", "runs": 1,
+                                  "sampling": {"max_tokens": 40}}]
+    cfg["trajectories"].update(
+        n=4, stride=16, sampling={"temperature": 0.6, "top_p": 0.95, "max_tokens": 64, "seed": 0},
+        decodings={"t02": {"temperature": 0.2}, "t10": {"temperature": 1.0}},
+        comparisons=[{"name": "temperature", "tasks": ["gsm8k"],
+                      "pairs": [{"reference": {"model": "smollm2", "decoding": "t02"},
+                                 "treatment": {"model": "smollm2", "decoding": "t10"}}]}])
+    wd = make_workdir(tmp_path / "wd", cfg)
+    planned = job_counts(snakemake(wd, "-n", "results/tables/trajectory_comparisons.parquet").stdout)
+    assert planned.get("traj_sample") == 3  # one sampling job per decoding
+    snakemake(wd, "results/tables/trajectory_comparisons.parquet", timeout=2400)
+    traces_table = pd.read_parquet(wd / "results/trajectories/traces.parquet")
+    assert sorted(traces_table.groupby("decoding")["temperature"].first().items()) == \
+        [("default", 0.6), ("t02", 0.2), ("t10", 1.0)]
+    assert traces_table.groupby("decoding").size().to_dict() == {"default": 3, "t02": 3, "t10": 3}
+    for decoding in ("t02", "t10"):
+        batch = json.loads((wd / f"results/continuations/smollm2/gsm8k_demo/b0000-{decoding}.json").read_text())
+        assert {d["sampling"]["temperature"] for d in batch["documents"]} == {0.2 if decoding == "t02" else 1.0}
+    comparisons = pd.read_parquet(wd / "results/tables/trajectory_comparisons.parquet")
+    assert set(comparisons["comparison"]) == {"temperature"}
+    from thinkprobe.trajectories.aggregates import PROFILE_METRICS as _metrics
+
+    assert comparisons[comparisons["metric"].isin(_metrics)]["mean"].notna().any()  # a change was measured
+    assert (comparisons["n"] <= 1).all()  # one matched pair of conditions
+    # the changes are standardised by the default decoding's SD of each metric across its traces
+    from thinkprobe.trajectories.aggregates import PROFILE_METRICS
+
+    default = traces_table[traces_table["decoding"] == "default"]
+    for _, row in comparisons.iterrows():
+        if row["metric"] not in PROFILE_METRICS:
+            continue
+        values = pd.to_numeric(traces_table[row["metric"]], errors="coerce")
+        sd = values[default.index].std(ddof=1)
+        ref = values[traces_table["decoding"] == "t02"].mean()
+        treat = values[traces_table["decoding"] == "t10"].mean()
+        if sd > 0 and ref == ref and treat == treat:
+            assert row["mean"] == pytest.approx((treat - ref) / sd)
+        else:
+            assert row["mean"] != row["mean"]  # undefined without a default spread or a value

@@ -37,6 +37,7 @@ from ..codedeps import used_modules
 from ..outputs import source_hash, write_json
 from ..units import UnitKey
 from .engine import Engine, Generation, SamplingSpec
+from .faults import TransientFailures  # noqa: F401 - raised here, and part of this module's API
 from .plan import unit_seed
 from .questions import Question, format_prompt
 from .reasoning import find_loop, split_reasoning
@@ -45,10 +46,6 @@ from .reasoning import find_loop, split_reasoning
 MODULES = used_modules([("generate.collect", "collect_batch"), ("generate.collect", "write_trace_unit"),
                         ("generate.engine", "open_engine")])
 STORE_VERSION = 1
-
-
-class TransientFailures(RuntimeError):
-    """Some units could not be generated for a reason outside the unit (engine/endpoint); rerun to retry."""
 
 
 class StaleUnits(RuntimeError):
@@ -220,7 +217,7 @@ def _generate_chunk(engine: Engine, chunk: Sequence[Mapping[str, Any]], prompts:
                 stats["completion_tokens"] += len(comp.token_ids)
             if gen.error is not None or comp is None or comp.finish_reason == "error":
                 reason = gen.error or "the engine returned no completion"
-                if gen.info.get("transient"):
+                if gen.info.get("transient"):  # faults.is_transient: not stored, retried next run
                     failures[path] = reason
                 else:
                     final[path] = (u, gen, None, {"seed": seed, "error": reason})

@@ -46,10 +46,12 @@ class SamplingSpec:
     max_tokens: int = 512
     seed: int | None = None
     stop: tuple[str, ...] = ()
+    skip_special_tokens: bool = True  # False: special tokens (e.g. a </think> token) stay in the text
 
     def as_dict(self) -> dict[str, Any]:
         return {"n": self.n, "temperature": self.temperature, "top_p": self.top_p,
-                "max_tokens": self.max_tokens, "seed": self.seed, "stop": list(self.stop)}
+                "max_tokens": self.max_tokens, "seed": self.seed, "stop": list(self.stop),
+                **({} if self.skip_special_tokens else {"skip_special_tokens": False})}
 
 
 @dataclass
@@ -66,6 +68,7 @@ class Completion:
     token_ids: list[int]
     finish_reason: str
     reasoning: str | None = None
+    stop_reason: str | int | None = None  # the stop string (str) or stop token id that ended it, when known
 
 
 @dataclass

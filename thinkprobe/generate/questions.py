@@ -45,7 +45,9 @@ skipped with a :class:`Skipped` entry naming the file, the line and the reason (
 list is returned by :func:`read_question_set`). A missing file, an unknown source or a malformed spec is
 a :class:`QuestionSetError`: that is a fault of the configuration, not of one record.
 
-Prompt variants (:data:`PROMPT_VARIANTS`, chosen by name in config) are documented at the dict.
+Prompt variants (:data:`~thinkprobe.generate.prompts.PROMPT_VARIANTS`, chosen by name in config) live in
+:mod:`thinkprobe.generate.prompts` (re-exported here); answer formats shared with the parser live in
+:mod:`thinkprobe.answers`.
 """
 
 from __future__ import annotations
@@ -58,9 +60,11 @@ from importlib import resources
 from pathlib import Path
 from typing import Any, Callable, Iterator, Mapping
 
+from ..answers import QUESTION_TASKS, digit_key, last_boxed  # noqa: F401 - last_boxed: the gold reader, re-exported
+
 log = logging.getLogger("thinkprobe")
 
-TASKS = ("open", "gsm8k", "svamp", "arc", "math")
+TASKS = QUESTION_TASKS
 SOURCES = ("builtin", "open", "gsm8k", "svamp", "math", "arc")
 BUILTIN_FILE = "open200.jsonl"
 _SPEC_KEYS = {"name", "source", "path", "limit", "offset", "ids", "math_type", "description", "prompt_variant"}
@@ -215,49 +219,6 @@ def number_string(value: float | int | str) -> str:
     return repr(x)
 
 
-def last_boxed(text: str) -> str | None:
-    """Content of the last ``\\boxed{...}`` (or ``\\fbox{...}``, or ``\\boxed x``) in ``text``; None if none.
-
-    Braces are balanced, so nested groups stay whole.
-
-    >>> last_boxed(r"so $\\boxed{1}$, then $x = \\boxed{\\frac{1}{2}}$.")
-    '\\\\frac{1}{2}'
-    >>> last_boxed(r"\\boxed 5") , last_boxed("no box")
-    ('5', None)
-    """
-    best = None
-    for macro in ("\\boxed", "\\fbox"):
-        pos = text.rfind(macro)
-        if pos >= 0 and (best is None or pos > best[0]):
-            best = (pos, macro)
-    if best is None:
-        return None
-    pos, macro = best
-    i = pos + len(macro)
-    if i < len(text) and text[i] == " ":
-        j = i + 1
-        while j < len(text) and text[j] not in "$ \n":
-            j += 1
-        content = text[i + 1:j].strip()
-        return content or None
-    while i < len(text) and text[i].isspace():
-        i += 1
-    if i >= len(text) or text[i] != "{":
-        return None
-    depth = 0
-    for j in range(i, len(text)):
-        c = text[j]
-        if c == "\\":
-            continue
-        if c == "{" and text[j - 1] != "\\":
-            depth += 1
-        elif c == "}" and text[j - 1] != "\\":
-            depth -= 1
-            if depth == 0:
-                return text[i + 1:j]
-    return None
-
-
 # -------------------------------------------------------------------------------------------- loaders
 
 
@@ -338,12 +299,8 @@ def _load_math(path: Path, name: str, math_type: str | None) -> Iterator[tuple[i
     return _load_with(path, build)
 
 
-_DIGIT_LABELS = {"1": "A", "2": "B", "3": "C", "4": "D", "5": "E"}
-
-
 def _arc_label(label: Any) -> str:
-    s = str(label).strip()
-    return _DIGIT_LABELS.get(s, s.upper())
+    return digit_key(str(label))
 
 
 def _arc_record(rec: Mapping[str, Any]) -> tuple[str, str, str, tuple[tuple[str, str], ...]]:
@@ -498,76 +455,4 @@ def load_question_set(spec: Mapping[str, Any], base: Path = Path(".")) -> list[Q
     return read_question_set(spec, base).questions
 
 
-# ------------------------------------------------------------------------------------------- prompts
-
-#: How each task asks for its final answer (the forms ``thinkprobe.trajectories.parsing`` reads).
-ANSWER_FORMATS: dict[str, str] = {
-    "open": "",
-    "gsm8k": "Give the final answer as a number on the last line, in the form: The answer is N.",
-    "svamp": "Give the final answer as a number on the last line, in the form: The answer is N.",
-    "math": "Put the final answer in \\boxed{}.",
-    "arc": "Give the letter of the correct option on the last line, in the form: The answer is X.",
-}
-
-#: Prompt variants, chosen by name in config. ``{question}`` is the question as posed (an ARC question
-#: with its lettered options, one per line); ``{answer_format}`` is :data:`ANSWER_FORMATS` for the task
-#: (empty for open questions, whose answer is never parsed).
-#:
-#: ``native``
-#:     For native reasoners that think inside ``<think>`` on their own (the paper's setting): the question
-#:     as is, followed by the answer-format sentence for benchmark tasks. No instruction about reasoning.
-#: ``plain``
-#:     The question only, nothing added, even for benchmarks.
-#: ``cot``
-#:     Prompted chain of thought for models that are not native reasoners (e.g. SmolLM2 in the embedded
-#:     default): asks for step-by-step thinking inside ``<think>...</think>`` and then the final answer in
-#:     the task's format (for open questions: a considered final answer). Traces collected this way are
-#:     prompted, not native, reasoning, and must be labelled so.
-PROMPT_VARIANTS: dict[str, str] = {
-    "native": "{question}{answer_suffix}",
-    "plain": "{question}",
-    "cot": (
-        "{question}\n\n"
-        "Think it through step by step before answering. Write all of your reasoning inside "
-        "<think> and </think> tags: explore different possibilities, check your steps and revise them "
-        "if needed. After </think>, {final}"
-    ),
-}
-
-_COT_FINAL = {
-    "open": "give your final answer in a few sentences.",
-    "gsm8k": "give the final answer as a number, in the form: The answer is N.",
-    "svamp": "give the final answer as a number, in the form: The answer is N.",
-    "math": "give the final answer in \\boxed{}.",
-    "arc": "give the letter of the correct option, in the form: The answer is X.",
-}
-
-
-def question_text(q: Question) -> str:
-    """The question as posed: its text, and for ARC its options as ``A. text`` lines."""
-    if not q.choices:
-        return q.text
-    return q.text + "\n" + "\n".join(f"{label}. {text}" for label, text in q.choices)
-
-
-def format_prompt(q: Question, variant: str) -> str:
-    """The user prompt for ``q`` under a named variant of :data:`PROMPT_VARIANTS`.
-
-    >>> q = Question("arc-x", "arc", "arc", "Which is a gas?", gold="B", choices=(("A", "ice"), ("B", "steam")))
-    >>> print(format_prompt(q, "native"))
-    Which is a gas?
-    A. ice
-    B. steam
-    <BLANKLINE>
-    Give the letter of the correct option on the last line, in the form: The answer is X.
-    """
-    if variant not in PROMPT_VARIANTS:
-        raise ValueError(f"unknown prompt variant {variant!r} (one of {', '.join(PROMPT_VARIANTS)})")
-    if q.task not in TASKS:
-        raise ValueError(f"question {q.id!r}: unknown task {q.task!r} (one of {', '.join(TASKS)})")
-    fmt = ANSWER_FORMATS[q.task]
-    return PROMPT_VARIANTS[variant].format(
-        question=question_text(q),
-        answer_suffix=f"\n\n{fmt}" if fmt else "",
-        final=_COT_FINAL[q.task],
-    )
+from .prompts import ANSWER_FORMATS, PROMPT_VARIANTS, format_prompt, question_text  # noqa: E402,F401 - re-exported

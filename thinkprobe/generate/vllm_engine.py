@@ -166,7 +166,8 @@ class VllmEngine:
         from vllm.inputs import TokensPrompt
 
         params = [SamplingParams(n=spec.n, temperature=spec.temperature, top_p=spec.top_p, max_tokens=mt,
-                                 seed=spec.seed, stop=list(spec.stop) or None)
+                                 seed=spec.seed, stop=list(spec.stop) or None,
+                                 skip_special_tokens=spec.skip_special_tokens)
                   for _, _, spec, mt in chunk]
         started = time.perf_counter()
         try:
@@ -178,7 +179,8 @@ class VllmEngine:
         gens = []
         for (_, toks, spec, mt), out in zip(chunk, outs):
             comps = [Completion(text=c.text, token_ids=list(c.token_ids),
-                                finish_reason=c.finish_reason if c.finish_reason in ("stop", "length") else "error")
+                                finish_reason=c.finish_reason if c.finish_reason in ("stop", "length") else "error",
+                                stop_reason=getattr(c, "stop_reason", None))
                      for c in sorted(out.outputs, key=lambda c: c.index)]
             info = {"prompt_token_ids": list(toks), **({"max_tokens": mt} if mt != spec.max_tokens else {})}
             gens.append(Generation(comps, len(toks), getattr(out, "num_cached_tokens", None), seconds, info=info))

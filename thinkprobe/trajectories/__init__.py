@@ -15,8 +15,9 @@ Public interface
 ``parse_answer(text: str, task: str, *, strict: bool = False) -> str | None``
     Task in ``gsm8k``, ``svamp``, ``arc``, ``math``. ``None`` is the null label. Equivalent answers map
     to the same canonical label string, and a label parses to itself, so the gold label is
-    ``parse_answer(question.gold, task)`` (see :mod:`thinkprobe.trajectories.parsing`). Label a
-    continuation cut off by the token budget None yourself (it never stated an answer).
+    ``parse_answer(question.gold, task)`` (see :mod:`thinkprobe.trajectories.parsing`; the box reader,
+    digit keys and task list are :mod:`thinkprobe.answers`). Label a continuation cut off by the token
+    budget None yourself (it never stated an answer).
 ``dynamics(states: Sequence[Mapping[str | None, float]], tau: float = 0.8, positions=None) -> dict``
     Trajectory metrics (see :mod:`thinkprobe.trajectories.dynamics`): ``s_eff`` (mean over checkpoints
     of exp(entropy)), ``s_eff_profile``, ``entropy_profile``, ``switches``, ``recurrence``,
@@ -52,8 +53,16 @@ One trace record (a JSON object)::
         },
         ...
       ],
+      "cot_tokens_realized": int,      # optional: K of the realized trace (reasoning tokens)
+      "incomplete": bool,              # optional: the final checkpoint (K) has no labels
+      "decoding": str, "temperature": float, ...   # optional: the decoding condition sampled
       ...                              # free: provenance, status, exclusion reason
     }
+
+A checkpoint may also carry ``n_cut_budget``, ``n_cut_context`` and ``n_null`` (continuations cut by the
+budget or the context, and null labels), which ``trace_summary`` sums. An ``incomplete`` record (or one
+whose last labelled checkpoint is not ``cot_tokens_realized``) gets no K-dependent measure
+(:data:`~thinkprobe.trajectories.aggregates.K_DEPENDENT`).
 
 Labels in ``labels`` must already be canonical (output of :func:`parse_answer`); the analysis does not
 re-parse. A checkpoint with an empty ``labels`` list (skipped, e.g. prefix longer than the context) is

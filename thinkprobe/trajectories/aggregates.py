@@ -66,7 +66,10 @@ def trace_summary(record: Mapping, tau: float = 0.8, support: str = "exp_entropy
         ``gold_dominant`` (list of bool; None without gold), ``mechanism`` (None without gold),
         ``cot_tokens`` (K: prefix tokens of the last checkpoint), ``n_samples`` (N of the first
         checkpoint), ``n_checkpoints`` (with labels), ``n_checkpoints_skipped``, ``t_commit_frac`` (t_commit / K; 0 when K = 0), and the
-        scalars of :func:`dynamics` (``t_commit`` in prefix tokens).
+        scalars of :func:`dynamics` (``t_commit`` in prefix tokens); ``incomplete`` (the last labelled
+        checkpoint is not K: the :data:`K_DEPENDENT` measures are None, ``cot_tokens`` stays K and
+        ``cot_tokens_sampled`` is the last sampled position); ``n_continuations`` and the sums of the
+        checkpoints' ``n_cut_budget``, ``n_cut_context`` and ``n_null``.
 
     Raises
     ------
@@ -77,6 +80,8 @@ def trace_summary(record: Mapping, tau: float = 0.8, support: str = "exp_entropy
     checkpoints = _ordered_checkpoints(record)
     positions = [c.get("prefix_tokens", c["checkpoint_index"]) for c in checkpoints]
     dyn = dynamics(states, tau=tau, positions=positions, support=support)
+    k_realized = record.get("cot_tokens_realized")
+    incomplete = bool(record.get("incomplete")) or (k_realized is not None and positions[-1] != k_realized)
     gold, endpoint = _canonical(record, "gold"), _canonical(record, "endpoint_label")
     row: dict[str, Any] = {k: record.get(k) for k in ID_COLUMNS}
     for key, value in record.items():
@@ -94,8 +99,10 @@ def trace_summary(record: Mapping, tau: float = 0.8, support: str = "exp_entropy
         row["correct"] = endpoint is not None and endpoint == gold
         row["gold_dominant"] = g
         row["mechanism"] = mechanism(g, row["correct"])
-    cot = positions[-1]
+    cot = k_realized if (incomplete and k_realized is not None) else positions[-1]
     row["cot_tokens"] = cot
+    row["cot_tokens_sampled"] = positions[-1]
+    row["incomplete"] = incomplete
     row["n_samples"] = len(checkpoints[0]["labels"])
     row["n_checkpoints"] = len(checkpoints)
     row["n_checkpoints_skipped"] = len(record.get("checkpoints") or []) - len(checkpoints)
@@ -104,7 +111,21 @@ def trace_summary(record: Mapping, tau: float = 0.8, support: str = "exp_entropy
     row["t_commit_index"] = dyn["t_commit_index"]
     row["committed_answer"] = dyn["committed_answer"]
     row["t_commit_frac"] = (None if dyn["t_commit"] is None else (dyn["t_commit"] / cot if cot else 0.0))
+    if incomplete:  # the last state is not p_K: nothing that reads the end of the trajectory is defined
+        for key in K_DEPENDENT:
+            row[key] = None
+    for key in CUT_COUNTS:
+        row[key] = sum(int(c.get(key) or 0) for c in record.get("checkpoints") or [])
+    row["n_continuations"] = sum(len(c.get("labels") or []) for c in record.get("checkpoints") or [])
     return row
+
+
+#: Measures that read p_K, the state at the final checkpoint: undefined for an ``incomplete`` trajectory
+#: (its last sampled checkpoint is not K: the context ended before it, or a reduced cap cut it).
+K_DEPENDENT = ("t_commit", "t_commit_index", "t_commit_frac", "committed_answer", "r_direct", "mechanism",
+               "endpoint_prediction", "motion_center", "motion_concentration")
+#: Per-checkpoint counts of the trajectory records (``label_document``), summed per trace.
+CUT_COUNTS = ("n_cut_budget", "n_cut_context", "n_null")
 
 
 def _canonical(record: Mapping, key: str) -> str | None:
@@ -122,6 +143,13 @@ def trace_table(records: Iterable[Mapping], tau: float = 0.8, support: str = "ex
     stage and reason, a record that cannot be summarised is excluded with the reason; the others go on."""
     rows, excluded = [], []
     for record in records:
+        for c in record.get("checkpoints") or []:
+            if c.get("status") not in (None, "ok"):
+                excluded.append({**{k: record.get(k) for k in ID_COLUMNS}, "stage": "trajectory_checkpoint",
+                                 "checkpoint_index": c.get("checkpoint_index"), "prefix_tokens": c.get("prefix_tokens"),
+                                 "reason": f"trace {_trace_name(record)}: checkpoint {c.get('checkpoint_index')} "
+                                           f"({c.get('prefix_tokens')} reasoning tokens) {c.get('status')}: "
+                                           f"{c.get('reason') or 'no reason recorded'}"})
         if record.get("status") not in (None, "ok"):
             excluded.append({**{k: record.get(k) for k in ID_COLUMNS}, "stage": record.get("stage") or "sampling",
                              "reason": f"trace {_trace_name(record)}: {record.get('status')}: "
@@ -133,7 +161,7 @@ def trace_table(records: Iterable[Mapping], tau: float = 0.8, support: str = "ex
             excluded.append({**{k: record.get(k) for k in ID_COLUMNS}, "stage": "trajectory_summary",
                              "reason": f"trace {_trace_name(record)}: {err}"})
     table = pd.DataFrame(rows)
-    return table, pd.DataFrame(excluded, columns=[*ID_COLUMNS, "stage", "reason"])
+    return table, pd.DataFrame(excluded, columns=[*ID_COLUMNS, "stage", "checkpoint_index", "prefix_tokens", "reason"])
 
 
 # ---------------------------------------------------------------- conditions (model x task)
@@ -147,7 +175,10 @@ def condition_table(traces: pd.DataFrame, by: Sequence[str] = ("model", "task"),
     """Per condition: number of traces, accuracy (mean of ``correct`` over traces with a gold answer),
     mean CoT length, the mean of every metric (undefined values skipped, with the count of defined
     ones as ``n_<metric>``) and the share of each mechanism among the ``n_mechanism`` traces with a
-    mechanism (NaN for a condition without gold answers)."""
+    mechanism (NaN for a condition without gold answers); ``n_incomplete`` (trajectories without their
+    final checkpoint); and over all continuations the shares cut by the budget (``share_cut_budget``), by
+    the context (``share_cut_context``), either (``share_cut``), and labelled null (``share_null``: no
+    parsable answer, whatever the reason)."""
     by = list(by)
     frame = traces.copy()
     frame[list(metrics)] = _numeric(frame, metrics)
@@ -164,6 +195,16 @@ def condition_table(traces: pd.DataFrame, by: Sequence[str] = ("model", "task"),
     for name in MECHANISMS:
         out[f"share_{name}"] = shares[name] if name in shares else 0.0
     out["n_mechanism"] = groups["mechanism"].count()
+    if "incomplete" in frame:
+        out["n_incomplete"] = groups["incomplete"].sum().astype(int)
+    if "n_continuations" in frame:
+        total = groups["n_continuations"].sum()
+        cut = groups["n_cut_budget"].sum() + groups["n_cut_context"].sum()
+        out["n_continuations"] = total
+        out["share_cut_budget"] = groups["n_cut_budget"].sum() / total.where(total > 0)
+        out["share_cut_context"] = groups["n_cut_context"].sum() / total.where(total > 0)
+        out["share_cut"] = cut / total.where(total > 0)
+        out["share_null"] = groups["n_null"].sum() / total.where(total > 0)
     share_cols = [f"share_{n}" for n in MECHANISMS]
     has = out["n_mechanism"] > 0
     out.loc[has, share_cols] = out.loc[has, share_cols].fillna(0.0)
@@ -344,17 +385,25 @@ def _selector_text(selector: Mapping[str, Any]) -> str:
 
 # ---------------------------------------------------------------- cross-model disagreement
 
-def _grid_states(record: Mapping, grid: int) -> list[dict]:
+def _grid_states(record: Mapping, grid: int) -> list[dict | None]:
+    """The state at each relative grid position; None where no labelled checkpoint lies at or before it
+    (e.g. checkpoint 0 could not be sampled): such a position is skipped and counted, never an error."""
     checkpoints = _ordered_checkpoints(record)
     states = [state_from_labels(c["labels"]) for c in checkpoints]
     pos = [c.get("prefix_tokens", c["checkpoint_index"]) for c in checkpoints]
     k = pos[-1]
-    out = []
+    out: list[dict | None] = []
     for j in range(grid):
         target = k * j / (grid - 1) if grid > 1 else k
-        idx = max(i for i, p in enumerate(pos) if p <= target + 1e-9)
-        out.append(states[idx])
+        before = [i for i, p in enumerate(pos) if p <= target + 1e-9]
+        out.append(states[before[-1]] if before else None)
     return out
+
+
+def _incomplete(record: Mapping) -> bool:
+    cps = _ordered_checkpoints(record)
+    k = record.get("cot_tokens_realized")
+    return bool(record.get("incomplete")) or (bool(cps) and k is not None and cps[-1].get("prefix_tokens") != k)
 
 
 def _outcome(record: Mapping) -> dict:
@@ -379,11 +428,15 @@ def disagreement(records: Sequence[Mapping], grid: int = 11,
     hide different hypotheses; ``mechanism_disagreement`` = 1 if the mechanisms differ, only when both
     endpoints have the same correctness (matched realized outcomes), else None.
 
+    A grid position before the first labelled checkpoint of either trace (checkpoint 0 not sampled) is
+    skipped and counted (``n_positions_skipped``; ``n_positions`` compared); an ``incomplete`` trace
+    (without its final checkpoint, so its relative positions are not those of its reasoning) is left out.
+
     Returns one row per (model_a, model_b, item).
     """
     by_item: dict[tuple, dict[str, Mapping]] = {}
     for rec in records:
-        if not _ordered_checkpoints(rec):
+        if not _ordered_checkpoints(rec) or _incomplete(rec):
             continue
         by_item.setdefault(tuple(rec.get(k) for k in item_keys), {})[rec["model"]] = rec
     summaries = {id(rec): _outcome(rec) for models in by_item.values() for rec in models.values()}
@@ -391,12 +444,18 @@ def disagreement(records: Sequence[Mapping], grid: int = 11,
     for item, models in sorted(by_item.items(), key=lambda kv: tuple(map(str, kv[0]))):
         for a, b in combinations(sorted(models), 2):
             ra, rb = models[a], models[b]
-            sa, sb = _grid_states(ra, grid), _grid_states(rb, grid)
-            da, db = [dominant_set(p) for p in sa], [dominant_set(p) for p in sb]
-            row = {"model_a": a, "model_b": b, **dict(zip(item_keys, item)),
-                   "dominant_disagreement": float(np.mean([x != y for x, y in zip(da, db)])),
-                   "entropy_gap": float(np.mean([abs(entropy(p) - entropy(q)) for p, q in zip(sa, sb)])),
+            both = [(p, q) for p, q in zip(_grid_states(ra, grid), _grid_states(rb, grid))
+                    if p is not None and q is not None]
+            row = {"model_a": a, "model_b": b, **dict(zip(item_keys, item)), "n_positions": len(both),
+                   "n_positions_skipped": grid - len(both), "dominant_disagreement": None, "entropy_gap": None,
                    "gold_dominance_disagreement": None, "mechanism_disagreement": None}
+            if not both:
+                rows.append(row)
+                continue
+            sa, sb = [p for p, _ in both], [q for _, q in both]
+            da, db = [dominant_set(p) for p in sa], [dominant_set(p) for p in sb]
+            row["dominant_disagreement"] = float(np.mean([x != y for x, y in zip(da, db)]))
+            row["entropy_gap"] = float(np.mean([abs(entropy(p) - entropy(q)) for p, q in zip(sa, sb)]))
             gold = _canonical(ra, "gold")
             if gold is not None and _canonical(rb, "gold") == gold:
                 row["gold_dominance_disagreement"] = float(np.mean([(gold in x) != (gold in y)

@@ -179,6 +179,19 @@ def _tokens_through(tokenizer, ids: Sequence[int], pos: int) -> int:
     return lo
 
 
+def think_close_id(tokenizer) -> int | None:
+    """The token id of ``</think>`` when the tokenizer has it as one token (a special or added token of a
+    native reasoner's tokenizer), else None (the tag is spelled in several ordinary tokens).
+
+    With such a token the reasoning end is found from the token ids, not from decoded text: an engine that
+    skips special tokens when detokenising would drop the tag from the text."""
+    try:
+        ids = tokenizer.encode(_CLOSE, add_special_tokens=False)
+    except Exception:  # noqa: BLE001 - a toy tokenizer without encode: read from the text
+        return None
+    return int(ids[0]) if len(ids) == 1 else None
+
+
 def find_reasoning(completion_ids: Sequence[int], tokenizer, native: bool | None = None) -> Reasoning:
     """Split a completion into head, reasoning tokens and answer tokens (see the module docstring).
 
@@ -196,10 +209,18 @@ def find_reasoning(completion_ids: Sequence[int], tokenizer, native: bool | None
     """
     ids = [int(t) for t in completion_ids]
     text = _decode(tokenizer, ids)
-    has_think = _CLOSE in text or _OPEN in text
+    close_id = think_close_id(tokenizer)
+    has_think = _CLOSE in text or _OPEN in text or (close_id is not None and close_id in ids)
     native = has_think if native is None else native
     k_head = 0
-    if native and has_think:
+    if native and close_id is not None and close_id in ids:  # the reasoning ends at the </think> token itself
+        o = text.find(_OPEN)
+        k_end = ids.index(close_id)
+        if 0 <= o and _tokens_through(tokenizer, ids, o + len(_OPEN)) <= k_end:
+            k_head, how = _tokens_through(tokenizer, ids, o + len(_OPEN)), "think"
+        else:
+            how = "close-only"
+    elif native and has_think:
         o = text.find(_OPEN)
         c = text.find(_CLOSE, o + len(_OPEN) if o >= 0 else 0)
         if o >= 0 and (c < 0 or o < c):
@@ -297,8 +318,10 @@ def realized_from_unit(doc: Mapping[str, Any], tokenizer=None, task: str | None 
     prov = doc.get("provenance") or {}
     fp = find("tokenizer_sha256") or prov.get("tokenizer_sha256")
     ctext = find("completion_text", "response", "raw_text")
+    variant = prov.get("prompt_variant") or find("prompt_variant")
     return RealizedTrace(str(unit.get("model", "")), str(unit.get("question_set", "")),
                          str(unit.get("question_id", "")), str(unit.get("run", "")),
                          _ids(prompt, "prompt token ids", key), _ids(comp, "completion token ids", key),
                          ctext if isinstance(ctext, str) else None, fp if isinstance(fp, str) else None,
-                         task or find("task"), gold if gold is not None else find("gold"))
+                         task or find("task"), gold if gold is not None else find("gold"),
+                         {"prompt_variant": variant} if isinstance(variant, str) else {})

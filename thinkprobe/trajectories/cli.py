@@ -28,23 +28,28 @@ HELP = __doc__
 
 
 def add_parser(sub) -> argparse.ArgumentParser:
+    from .sampling import ESTIMATORS, SamplingConfig
+
+    D = SamplingConfig()  # the one home of the sampling defaults  # noqa: N806
     p = sub.add_parser("trajectory", help="sample and print the answer-distribution trajectory of one trace record",
                        description=HELP, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("record", metavar="RECORD", help="a JSON trace record (question, gold, task, model ...), or -")
     p.add_argument("--model", default=None, help="model name or local folder (default: the record's, else smollm2)")
     p.add_argument("--task", choices=("gsm8k", "svamp", "arc", "math"), help="task (default: the record's, else gsm8k)")
-    p.add_argument("--n", type=int, default=16, help="continuations per checkpoint (default 16)")
-    p.add_argument("--stride", type=int, default=16, help="checkpoint stride in reasoning tokens (default 16)")
-    p.add_argument("--max-tokens", type=int, default=512, help="token budget of one continuation (default 512)")
+    p.add_argument("--n", type=int, default=D.n, help=f"continuations per checkpoint (default {D.n})")
+    p.add_argument("--stride", type=int, default=D.stride, help=f"checkpoint stride in reasoning tokens (default {D.stride})")
+    p.add_argument("--max-tokens", type=int, default=D.max_tokens,
+                   help="token budget of one continuation (default: to its end or the end of the context)")
     p.add_argument("--trace-max-tokens", type=int, default=384,
                    help="token budget of the realized trace when the record has no completion (default 384)")
-    p.add_argument("--temperature", type=float, default=0.6, help="sampling temperature (default 0.6)")
-    p.add_argument("--top-p", type=float, default=0.95, help="nucleus sampling top-p (default 0.95)")
-    p.add_argument("--seed", type=int, default=0, help="base seed of every sampled continuation (default 0)")
-    p.add_argument("--estimator", choices=("full", "forced"), default="full",
+    p.add_argument("--temperature", type=float, default=D.temperature, help=f"sampling temperature (default {D.temperature})")
+    p.add_argument("--top-p", type=float, default=D.top_p, help=f"nucleus sampling top-p (default {D.top_p})")
+    p.add_argument("--seed", type=int, default=D.seed, help=f"base seed of every sampled continuation (default {D.seed})")
+    p.add_argument("--estimator", choices=ESTIMATORS, default=D.estimator,
                    help="full: sample whole continuations (the paper); forced: close the reasoning at the prefix "
                         "and sample only the answer")
-    p.add_argument("--max-reasoning-tokens", type=int, default=0, help="cap on checkpoint positions (0: none)")
+    p.add_argument("--max-reasoning-tokens", type=int, default=D.max_reasoning_tokens,
+                   help="cap on checkpoint positions (0: none)")
     p.add_argument("--tau", type=float, default=0.8, help="commitment threshold (default 0.8)")
     p.add_argument("--json", metavar="FILE", help="write the continuation document and the record here")
     p.add_argument("--store", metavar="DIR", help="continuation store (resumable; default: a temporary folder)")
@@ -92,7 +97,8 @@ def _run(args: argparse.Namespace) -> int:
     from .aggregates import trace_summary
     from .checkpoints import RealizedTrace, engine_tokenizer_id
     from .distributions import dominant_set, effective_support, state_from_labels
-    from .sampling import SamplingConfig, label_document, sample_traces
+    from .labelling import label_document
+    from .sampling import SamplingConfig, sample_traces
 
     rec = _read_record(args.record)
     os.environ.setdefault("VLLM_LOGGING_STREAM", "ext://sys.stderr")  # stdout carries the table only
@@ -146,7 +152,7 @@ def _run(args: argparse.Namespace) -> int:
     if record["status"] == "ok":
         s = trace_summary(record, tau=args.tau)
         keys = ("gold", "endpoint_label", "correct", "mechanism", "switches", "recurrence", "path_length",
-                "r_direct", "t_commit", "cot_tokens")
+                "r_direct", "t_commit", "cot_tokens", "incomplete", "n_cut_budget", "n_cut_context", "n_null")
         print("  ".join(f"{k}={s.get(k)}" for k in keys))
     else:
         print(f"record {record['status']}: {record['reason']}")

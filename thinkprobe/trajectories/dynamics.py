@@ -15,11 +15,16 @@ Revision
     formerly dominant answer that had left the dominant set returns (``recurrent`` = recurrence > 0).
     ``n_dominant_answers`` = |union_t D_t|.
 Motion
-    TV_t = TV(p_{t-1}, p_t) = 1/2 sum_a |p_t(a) - p_{t-1}(a)|, t = 1..K; ``path_length`` L = sum_t TV_t.
-    ``motion_concentration`` = sum_t (TV_t / L)^2, the Herfindahl index of the motion shares: 1 when all
-    motion happens in one step, 1/K when it is spread evenly; undefined (None) for L = 0 or K = 0.
-    ``motion_center`` = sum_t (TV_t / L) * t / K, where in the trace (0 = start, 1 = end) motion happens on
-    average; None for L = 0. ``r_direct`` = TV(p_0, p_K) / L in [0, 1] (triangle inequality): 1 for a
+    TV_t = TV(p_{t-1}, p_t) = 1/2 sum_a |p_t(a) - p_{t-1}(a)|, t = 1..K; ``path_length`` L = sum_t TV_t,
+    undefined (None) for a single checkpoint (K = 0: no step, as the paper says), so it is left out of means.
+    Steps are weighted by their token length w_t = j_t - j_{t-1} (the checkpoint positions; the last step,
+    K_tokens - last multiple of the stride, is usually shorter than the stride s = max_t w_t):
+    ``motion_concentration`` = sum_t (TV_t / L)^2 * s / w_t, the Herfindahl index of the motion shares over
+    stride-sized bins (a shorter step is a partial bin): 1 when all motion happens in one full step, about
+    s / K_tokens when it is spread evenly over the tokens (a little above 1 only when all motion falls in a
+    final step shorter than the stride); undefined (None) for L = 0 or K = 0. ``motion_center`` = sum_t
+    (TV_t / L) * (j_t - j_0) / (j_K - j_0), where in the trace (0 = start, 1 = end, in tokens) motion happens
+    on average; None for L = 0. Without positions every step has width 1 (the plain Herfindahl index and t/K). ``r_direct`` = TV(p_0, p_K) / L in [0, 1] (triangle inequality): 1 for a
     straight move, small for back-and-forth; None for L = 0 (the paper's "undefined for zero motion").
 Commitment
     ``t_commit`` = the first checkpoint t such that one non-null answer a has p_u(a) >= tau for every u >= t
@@ -150,6 +155,11 @@ def dynamics(states: Sequence[State], tau: float = 0.8, positions: Sequence[floa
     steps = [total_variation(states[t - 1], states[t]) for t in range(1, k + 1)]
     length = sum(steps)
     moving = length > 0
+    widths = [positions[t] - positions[t - 1] for t in range(1, k + 1)]
+    full = max(widths) if widths else 0
+    if moving and min(widths) <= 0:
+        raise ValueError(f"positions must increase: {list(positions)}")
+    span = positions[-1] - positions[0]
     t_index, answer = commitment(states, tau)
     return {
         "n_checkpoints": k + 1,
@@ -159,9 +169,11 @@ def dynamics(states: Sequence[State], tau: float = 0.8, positions: Sequence[floa
         "switches": switches(dominant),
         "recurrence": recurrence(dominant),
         "n_dominant_answers": len(frozenset().union(*dominant)),
-        "path_length": length,
-        "motion_concentration": sum((s / length) ** 2 for s in steps) if moving else None,
-        "motion_center": sum(s / length * (t + 1) / k for t, s in enumerate(steps)) if moving else None,
+        "path_length": length if k else None,
+        "motion_concentration": (sum((s / length) ** 2 * full / w for s, w in zip(steps, widths)) if moving
+                                 else None),
+        "motion_center": (sum(s / length * (positions[t + 1] - positions[0]) / span for t, s in enumerate(steps))
+                          if moving else None),
         "r_direct": total_variation(states[0], states[-1]) / length if moving else None,
         "t_commit": positions[t_index] if t_index is not None else None,
         "t_commit_index": t_index,

@@ -21,11 +21,16 @@ label``), so gold answers and continuation answers are compared as plain strings
     an answer). Digit keys ``1``-``5`` map to ``A``-``E`` (about 2% of ARC items
     use digit keys). Without any of these the result is null: a bare capital A is too often the article.
 ``math``
-    The content of the last ``\\boxed{...}`` (or ``\\fbox{...}``), braces nested to any depth; else the
-    expression after "the final answer is" / "the answer is" / "Answer:"; else the whole text when it is one
-    short line (<= 80 characters) without two consecutive words outside ``\\text{}`` (a bare answer such
-    as a raw gold ``\\frac{1}{2}`` or ``65 \\text{ tickets}``). The extracted LaTeX is parsed with
-    ``math-verify`` (``latex2sympy2``), which normalises ``\\frac12``, ``\\dfrac``, ``1/2``, ``0.5``,
+    The content of the last ``\\boxed{...}`` (or ``\\fbox{...}``, ``\\boxed 5``; :func:`thinkprobe.answers.last_boxed`,
+    the gold loaders' reader too), braces nested to any depth; an unterminated last box (an answer cut inside
+    its box) is null. Without a box, the later of the expression after the last answer anchor ("the final
+    answer is", "the answer is", "Answer:", "**Final Answer:**") and the answer of the final sentence when it
+    is an answer statement (bold final number, "Thus/Therefore ... is <expr>", "... = <expr>" at the end, a
+    final ``align`` row, "<Name>'s ... is the largest"), bounded to the expression: no trailing prose ("The
+    answer is 12 because ..." gives 12). A whole text that is one short line without prose is taken whole
+    (a bare gold answer such as ``\\frac{1}{2}`` or ``65 \\text{ tickets}``). ``strict`` keeps only box and
+    anchor. A trailing ``\\%`` is dropped (``5\\%`` and ``5`` share a label). The extracted LaTeX is parsed
+    with ``math-verify`` (``latex2sympy2``), which normalises ``\\frac12``, ``\\dfrac``, ``1/2``, ``0.5``,
     ``\\left(``/``\\right)``, spaces, ``\\text{}`` units and ``\\$``. The sympy value is then made canonical:
     ``x = v`` with a symbol on the left becomes ``v``; percentages and other unevaluated numbers are
     evaluated; floats become exact rationals; the label is ``sympy.latex`` of the result, so ``\\frac12``,
@@ -51,7 +56,9 @@ import threading
 from fractions import Fraction
 from functools import lru_cache
 
-TASKS = ("gsm8k", "svamp", "arc", "math")
+from ..answers import ANSWER_TASKS, DIGIT_KEYS, has_box, last_boxed
+
+TASKS = ANSWER_TASKS
 
 _NUMBER = r"[-+−]?\s*(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?(?:\s*/\s*\d+(?:\.\d+)?)?|[-+−]?\.\d+"
 _NUMBER_RE = re.compile(_NUMBER)
@@ -109,7 +116,7 @@ def _parse_cached(text: str, task: str, strict: bool) -> str | None:
         return parse_number_answer(text, strict=strict)
     if task == "arc":
         return parse_choice_answer(text)
-    return parse_math_answer(text)
+    return parse_math_answer(text, strict=strict)
 
 
 # ---------------------------------------------------------------- numbers (GSM8K, SVAMP)
@@ -197,7 +204,6 @@ def parse_number_answer(text: str, *, strict: bool = False) -> str | None:
 # ---------------------------------------------------------------- ARC choice letters
 
 _KEY = r"\(?\s*\**\s*([A-Ea-e1-5])\s*\**\s*\)?"
-_DIGIT_KEYS = {"1": "A", "2": "B", "3": "C", "4": "D", "5": "E"}
 _ARC_ANCHORS = [
     re.compile(r"\\boxed\{\s*(?:\\text\{\s*)?\(?([A-Ea-e1-5])\)?\s*\}?"),
     re.compile(r"\b(?:answer|correct\s+(?:choice|option))\s*"
@@ -211,7 +217,7 @@ _ARC_ANCHORS = [
 
 def _arc_key(key: str) -> str:
     key = key.upper()
-    return _DIGIT_KEYS.get(key, key)
+    return DIGIT_KEYS.get(key, key)
 
 
 def parse_choice_answer(text: str) -> str | None:
@@ -236,60 +242,175 @@ def parse_choice_answer(text: str) -> str | None:
 
 # ---------------------------------------------------------------- MATH (algebra track)
 
-def last_boxed(text: str) -> str | None:
-    """Content of the last ``\\boxed{...}`` or ``\\fbox{...}``, braces nested to any depth.
+_MATH_ANCHOR = re.compile(
+    r"(?:final\s+answer\s*(?:is)?|the\s+answer\s+is|\banswer\s*:|\*\*\s*(?:final\s+)?answer\s*:?\s*\*\*\s*:?)\s*",
+    re.IGNORECASE)
+_DELIMITED = re.compile(r"\$\$(.+?)\$\$|\$(.+?)\$|\\\[(.+?)\\\]|\\\((.+?)\\\)", re.DOTALL)
+_LATEX_GROUP = re.compile(r"\\(?:text|textbf|textrm|mathrm|mathbf|mbox|operatorname)\s*\{[^{}]*\}")
+_PROSE_WORD = re.compile(r"(?<![\\A-Za-z])[A-Za-z]{2,}")
+_STATEMENT = re.compile(r"^\W*(?:thus|therefore|so|hence|finally|in\s+conclusion|overall|in\s+summary|this\s+gives|"
+                        r"we\s+(?:get|find|have|obtain)|the\s+(?:final\s+)?(?:result|value|answer|solution|sum|"
+                        r"product|total))\b", re.IGNORECASE)
+_VERB = re.compile(r"\b(?:is|are|equals|was|becomes|gives)\b\s*:?\s*")
+_SUPERLATIVES = r"(?:the\s+)?(?:largest|greatest|highest|smallest|lowest|fastest|slowest|most|least|best|biggest)\b"
+_SUPERLATIVE = re.compile(
+    r"^\W*(?:[^,.]{0,40},\s*)?(?:\\text\{)?([A-Z][a-z]+)\}?(?:'s(?:\s+[a-z]+){0,4})?\s+"
+    r"(?:is|was|has|had)\s+" + _SUPERLATIVES)
+_ALIGN_END = re.compile(r"\\begin\{(align\*?|eqnarray\*?|aligned)\}(.*)\\end\{\1\}[\s.]*$", re.DOTALL)
+_NOT_NAMES = {"The", "This", "That", "It", "Its", "Thus", "So", "Therefore", "Hence", "Which", "What", "Answer"}
 
-    >>> last_boxed(r"so \\boxed{1} then \\boxed{\\frac{a}{\\sqrt{b}}}.")
-    '\\\\frac{a}{\\\\sqrt{b}}'
-    >>> last_boxed("no box") is None
-    True
+
+def _mask_latex(text: str) -> str:
+    """``text`` with ``\\text{...}``-like groups and LaTeX commands blanked (same length), for prose search."""
+    text = _LATEX_GROUP.sub(lambda m: " " * len(m.group(0)), text)
+    return re.sub(r"\\[A-Za-z]+", lambda m: " " * len(m.group(0)), text)
+
+
+def _bounded(rest: str) -> str | None:
+    """The answer expression at the start of ``rest`` and nothing after it (no trailing prose).
+
+    A math-delimited expression (``$...$``, ``\\(...\\)``, ``\\[...\\]``) or a bold ``**...**`` is taken
+    whole; otherwise the first line up to the first prose word (two letters or more that are no LaTeX
+    command and not inside ``\\text{}``), without trailing punctuation.
+
+    >>> _bounded(" 12 because the sum is even."), _bounded(r" \\(\\frac{1}{2}\\), as shown"), _bounded("**9** ways")
+    ('12', '\\\\frac{1}{2}', '9')
     """
-    starts = [m.end() for m in re.finditer(r"\\(?:boxed|fbox)\s*\{", text)]
-    for start in reversed(starts):
-        depth = 1
-        for i in range(start, len(text)):
-            ch = text[i]
-            if ch == "{":
-                depth += 1
-            elif ch == "}":
-                depth -= 1
-                if depth == 0:
-                    return text[start:i]
-    boxed_space = list(re.finditer(r"\\boxed\s+([^\s$]+)", text))
-    if boxed_space:
-        return boxed_space[-1].group(1)
+    rest = rest.lstrip(" \t:")
+    bold = re.match(r"\*\*\s*(.+?)\s*\*\*", rest)
+    if bold:
+        rest = bold.group(1)
+    rest = rest.lstrip(" \t\n:")
+    math = _DELIMITED.match(rest)
+    if math:
+        return next(g for g in math.groups() if g is not None).strip() or None
+    line = rest.split("\n", 1)[0]
+    prose = _PROSE_WORD.search(_mask_latex(line))
+    expr = line[:prose.start()] if prose else line
+    expr = re.sub(r"[\s.,;:!?*]+$", "", expr).strip()
+    return expr or None
+
+
+def _rhs(expr: str) -> str:
+    """The right-hand side of the last top-level ``=`` (``d = 3\\sqrt{13}`` -> ``3\\sqrt{13}``)."""
+    depth, cut = 0, -1
+    for i, ch in enumerate(expr):
+        if ch in "{([":
+            depth += 1
+        elif ch in "})]":
+            depth -= 1
+        if ch == "=" and depth == 0:
+            cut = i
+    return expr[cut + 1:].strip() if cut >= 0 else expr.strip()
+
+
+def _final_sentence(text: str) -> tuple[int, str]:
+    """(offset, text) of the final sentence of the last paragraph, display math joined into it."""
+    paragraphs = [m for m in re.finditer(r"\S(?:.|\n(?!\s*\n))*", text)]
+    if not paragraphs:
+        return len(text), ""
+    para = paragraphs[-1]
+    body = para.group(0)
+    # a paragraph that is only display math belongs to the sentence before it ("... is:\n\n\\[ x \\]")
+    if len(paragraphs) > 1 and re.fullmatch(r"\s*(?:\\\[.*?\\\]|\$\$.*?\$\$)\s*", body, re.DOTALL):
+        para = paragraphs[-2]
+        body = para.group(0) + " " + body
+    flat = re.sub(r"\s*\n\s*", " ", body)
+    starts = [0] + [m.end() for m in re.finditer(r"(?<=[.!?])\s+(?=[A-Z*\\])", _mask_math(flat))]
+    start = starts[-1]
+    if start and not flat[start:].strip(" .*"):
+        start = starts[-2] if len(starts) > 1 else 0
+    return para.start(), flat[start:].strip()
+
+
+def _mask_math(text: str) -> str:
+    """``text`` with math-delimited spans blanked, so that a ``.`` inside math ends no sentence."""
+    return _DELIMITED.sub(lambda m: " " * len(m.group(0)), text)
+
+
+def _statement_answer(sentence: str) -> str | None:
+    """The answer of a final answer statement (see :func:`extract_math_answer`), or None."""
+    bolds = [b for b in (_bounded(m.group(0)) for m in re.finditer(r"\*\*[^*]+\*\*", sentence))
+             if b and re.search(r"\d", b) and not _PROSE_WORD.search(_mask_latex(b))]
+    if bolds:
+        return bolds[-1]
+    name = _SUPERLATIVE.match(sentence)
+    if name and name.group(1) not in _NOT_NAMES:
+        return name.group(1)
+    stated = _STATEMENT.match(sentence) is not None
+    masked = _mask_math(sentence)
+    math = list(_DELIMITED.finditer(sentence))
+    for m in reversed(math):  # "... $b = 2015$ is the smallest value that works."
+        if re.match(r"\s*(?:is|was)\s+" + _SUPERLATIVES, sentence[m.end():]):
+            return _rhs(next(g for g in m.groups() if g is not None)) or None
+    if math and not sentence[math[-1].end():].strip(" .").strip() and re.search(
+            r"(?:\b(?:is|are|equals|be)|=|:)\s*$", sentence[:math[-1].start()]):
+        return _rhs(next(g for g in math[-1].groups() if g is not None)) or None  # "... is \((3, \pi)\)."
+    if stated or "=" in sentence:
+        math = list(_DELIMITED.finditer(sentence))
+        if math and stated:
+            return _rhs(next(g for g in math[-1].groups() if g is not None)) or None
+        if "=" in masked:
+            tail = sentence[masked.rindex("=") + 1:]
+            if not _DELIMITED.search(tail) and not _PROSE_WORD.search(_mask_latex(tail)):
+                return _bounded(tail)
+        if math:
+            inner = next(g for g in math[-1].groups() if g is not None)
+            if "=" in inner and not sentence[math[-1].end():].strip(" .").strip():
+                return _rhs(inner) or None
+    if stated:
+        verbs = list(_VERB.finditer(masked))
+        if verbs:
+            got = _bounded(sentence[verbs[-1].end():])
+            if got and re.search(r"[\d\\]", got):
+                return got
     return None
 
 
-_MATH_ANCHOR = re.compile(
-    r"(?:final\s+answer\s*(?:is)?|the\s+answer\s+is|\banswer\s*:|\*\*\s*answer\s*:?\s*\*\*\s*:?)\s*",
-    re.IGNORECASE)
+def extract_math_answer(text: str, strict: bool = False) -> str | None:
+    """The answer expression of a MATH solution or continuation (None: no stated answer).
+
+    In order: the last ``\\boxed``/``\\fbox`` (an unterminated last box is None: the answer was cut);
+    else the later of (a) the expression after the last answer anchor ("the final answer is", "the answer
+    is", "Answer:", "**Final Answer:**") and (b) the answer of the final sentence when it is an answer
+    statement: a bold final number ("196 has **9** divisors"), "Thus/Therefore/So ... is <expr>", a
+    sentence ending in ``= <expr>``, the last math of a "Thus ..." sentence, or "<Name>'s ... is the
+    largest" (a name answer); each bounded to the expression (no trailing prose). Else the whole text when
+    it is one short line without prose (a bare gold answer). ``strict`` keeps only the box and the anchor
+    (a continuation cut by its budget stated no final sentence).
+    """
+    if has_box(text):
+        return last_boxed(text)
+    found: list[tuple[int, str]] = []
+    anchors = list(_MATH_ANCHOR.finditer(text))
+    if anchors:
+        got = _bounded(text[anchors[-1].end():])
+        if got:
+            found.append((anchors[-1].start(), got))
+    if strict:
+        return found[-1][1] if found else None
+    stripped = text.strip()
+    prose = re.search(r"(?<!\\)\b[A-Za-z]{2,}\s+[A-Za-z]{2,}\b", _strip_latex_words(stripped))
+    if not found and stripped and "\n" not in stripped and len(stripped) <= 80 and not prose:
+        return stripped.lstrip("= ") or None  # a bare answer (a gold answer, an equation), taken whole
+    align = _ALIGN_END.search(text)
+    if align:  # a derivation that ends the text: the right-hand side of its last row ("&= 6 & \text{...}")
+        row = re.split(r"\\\\", align.group(2).strip())[-1]
+        row = _LATEX_GROUP.sub(" ", row.replace("&", " "))
+        got = _bounded(_rhs(row)) if "=" in row else None
+        if got:
+            found.append((align.start(), got))
+    offset, sentence = _final_sentence(text)
+    if sentence:
+        got = _statement_answer(sentence)
+        if got:
+            found.append((offset, got))
+    return max(found, key=lambda f: f[0])[1] if found else None
 
 
 def _strip_latex_words(text: str) -> str:
     text = re.sub(r"\\(?:text|textbf|textrm|mathrm|mbox|operatorname)\s*\{[^{}]*\}", " ", text)
     return re.sub(r"\\[A-Za-z]+", " ", text)
-
-
-def extract_math_answer(text: str) -> str | None:
-    """The answer expression of a MATH solution: last boxed content, else the text after an anchor."""
-    boxed = last_boxed(text)
-    if boxed is not None:
-        return boxed
-    anchors = list(_MATH_ANCHOR.finditer(text))
-    if not anchors:
-        stripped = text.strip()
-        prose = re.search(r"(?<!\\)\b[A-Za-z]{2,}\s+[A-Za-z]{2,}\b", _strip_latex_words(stripped))
-        if stripped and "\n" not in stripped and len(stripped) <= 80 and not prose:
-            return stripped
-        return None
-    rest = text[anchors[-1].end():].strip()
-    math = re.match(r"\$\$?(.+?)\$\$?|\\\[(.+?)\\\]|\\\((.+?)\\\)", rest, flags=re.DOTALL)
-    if math:
-        return next(g for g in math.groups() if g is not None)
-    line = rest.split("\n", 1)[0].strip()
-    line = re.sub(r"\.\s*$", "", line)
-    return line or None
 
 
 def _normalise_string(answer: str) -> str:
@@ -333,12 +454,13 @@ def _sympy_label(answer: str) -> str | None:
         return None
 
 
-def parse_math_answer(text: str) -> str | None:
-    """Canonical label of a MATH answer (see the module docstring)."""
-    answer = extract_math_answer(text)
+def parse_math_answer(text: str, strict: bool = False) -> str | None:
+    """Canonical label of a MATH answer (see the module docstring); ``strict``: box or anchor only."""
+    answer = extract_math_answer(text, strict=strict)
     if answer is None:
         return None
     answer = answer.strip().strip("$").strip()
+    answer = re.sub(r"\s*\\?%$|\s*\\text\{\s*\\?%\s*\}$", "", answer).strip()  # 5\% and 5: one label
     if not answer:
         return None
     word = _normalise_string(answer)

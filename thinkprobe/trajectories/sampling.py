@@ -14,20 +14,24 @@ trace is never split across calls unless it alone has more) and, as soon as a ca
 the parts and samples only what is missing: no finished checkpoint is redone. The store is keyed by trace
 and by the hash of the sampling configuration, so parts of another configuration are never mixed in.
 
-Continuations run "to the final answer or a token budget": they stop at the end-of-sequence token or
-after ``max_tokens``. The raw text of every continuation is kept (parsing is a separate, cheap step,
-:func:`label_document`, so a parser change never costs GPU time). Labelling reads:
+Continuations run "to the final answer": they stop at the end-of-sequence token, at a stop string of the
+trace's prompt style (a base model's invented follow-up "Question:"), after ``max_tokens`` when it is set,
+or at the end of the context (``max_tokens`` unset, the default: the budget is the room the prefix leaves
+in ``max_model_len``). Each continuation records why (``stop``: :data:`STOP_REASONS`) and each checkpoint
+its budget after trimming (``max_tokens``). Special tokens are kept in the text; where the tokenizer has a
+``</think>`` token the reasoning end is found from the token ids (``think_closed``, ``answer_text``).
 
-* full estimator, native reasoner: the text after ``</think>``; without ``</think>``, a continuation that
-  ended on its own (weak prompted models forget the tag) is parsed strictly (an anchored answer such as
-  "The answer is 12" only), one cut by the budget is null (it never finished its reasoning);
-* full estimator, chain of thought: the whole continuation; one cut by the budget (``length``) is parsed
-  strictly (an anchored answer only, else null), one that ended on its own non-strictly;
-* forced estimator: ``cue + text`` (see :mod:`thinkprobe.trajectories.forced`).
+The raw text of every continuation is kept; labelling is a separate, cheap step
+(:mod:`thinkprobe.trajectories.labelling`, re-exported here), so a parser change never costs GPU time. The
+store of finished calls is :mod:`thinkprobe.trajectories.store`.
 
 Bad input never stops a job: a trace whose tokenizer differs, or without token ids, becomes an
 ``excluded`` document naming the reason; a checkpoint whose prefix does not fit the context is recorded
-``skipped`` (no labels) and the others go on; an engine error for one prompt is recorded ``error``.
+``skipped`` (no labels) and the others go on; an engine error for one prompt is recorded ``error`` when
+it is a property of the prompt (a refused request). A transient fault of the engine or endpoint (connection,
+timeout, 5xx, 429, a malformed reply: :mod:`thinkprobe.generate.faults`) is never stored: the job stores
+every other checkpoint, then raises :class:`~thinkprobe.generate.faults.TransientFailures`, and the next run
+samples exactly those checkpoints.
 """
 
 from __future__ import annotations
@@ -37,14 +41,17 @@ import json
 import os
 import time
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
 from ..codedeps import stage_modules
+from ..answers import DEFAULT_STOP
 from .checkpoints import (Checkpoint, RealizedTrace, Reasoning, TraceError, check_tokenizer, checkpoints,
-                          engine_tokenizer_id, find_reasoning)
-from .forced import DEFAULT_ANSWER_CUES, forced_answer_text, forced_suffix_ids
+                          engine_tokenizer_id, find_reasoning, think_close_id)
+from ..generate.faults import is_transient, transient_failures
+from .forced import DEFAULT_ANSWER_CUES, forced_suffix_ids
+from .labelling import continuation_label, endpoint_label, label_document  # noqa: F401 - re-exported
 from .stopping import StoppingRule
+from .store import ContinuationStore  # noqa: F401 - re-exported
 
 ESTIMATORS = ("full", "forced")
 MODULES = stage_modules("trajectories.sampling", "sample_traces")  # derived: thinkprobe.codedeps
@@ -52,46 +59,76 @@ MODULES = stage_modules("trajectories.sampling", "sample_traces")  # derived: th
 
 @dataclass(frozen=True)
 class SamplingConfig:
-    """Everything that decides which continuations are sampled (the store is keyed by its hash)."""
+    """Everything that decides which continuations are sampled (the store is keyed by its hash).
+
+    The defaults here are THE defaults of trajectory sampling: ``config/schema.yaml`` states the same values
+    for the workflow (a test keeps them equal) and the ``thinkprobe trajectory`` options read them from here.
+    ``max_tokens`` None (the default) lets every continuation run to its end or to the end of the context
+    (the room the prefix leaves in ``max_model_len``): real reasoning models need thousands of tokens to
+    reach their answer, and a budget cut labels the continuation null. ``stop`` maps a prompt style (the
+    prompt variant the trace was collected with) to its stop strings; ``decoding`` names the decoding
+    condition (``default``, or one of ``trajectories.decodings``) that the records carry.
+    """
 
     n: int = 16
     stride: int = 16
     temperature: float = 0.6
     top_p: float = 0.95
-    max_tokens: int = 512
+    max_tokens: int | None = None
     seed: int | None = 0
     estimator: str = "full"
     forced_max_tokens: int = 16
     answer_cues: Mapping[str, str] = field(default_factory=lambda: dict(DEFAULT_ANSWER_CUES))
     max_reasoning_tokens: int = 0
     stopping: StoppingRule | None = None
+    stop: Mapping[str, tuple[str, ...]] = field(default_factory=lambda: dict(DEFAULT_STOP))
+    decoding: str = "default"
 
     def __post_init__(self):
         if self.estimator not in ESTIMATORS:
             raise ValueError(f"estimator must be one of {ESTIMATORS}, got {self.estimator!r}")
-        if self.n < 1 or self.stride < 1 or self.max_tokens < 1 or self.forced_max_tokens < 1:
-            raise ValueError("n, stride, max_tokens and forced_max_tokens must be >= 1")
+        if self.n < 1 or self.stride < 1 or self.forced_max_tokens < 1 or (self.max_tokens is not None
+                                                                            and self.max_tokens < 1):
+            raise ValueError("n, stride, max_tokens (when set) and forced_max_tokens must be >= 1")
 
     @classmethod
-    def from_config(cls, cfg: Mapping[str, Any]) -> "SamplingConfig":
-        """From the config's ``trajectories`` section (see config/schema.yaml)."""
-        s = cfg.get("sampling", {})
-        st = cfg.get("stopping", {})
-        rule = StoppingRule(st.get("min_n", 4), st.get("round_size", 4), st.get("alpha", 0.05),
-                            st.get("threshold", 0.5)) if st.get("enabled") else None
-        return cls(n=cfg.get("n", 16), stride=cfg.get("stride", 16), temperature=s.get("temperature", 0.6),
-                   top_p=s.get("top_p", 0.95), max_tokens=s.get("max_tokens", 512), seed=s.get("seed", 0),
-                   estimator=cfg.get("estimator", "full"),
-                   forced_max_tokens=cfg.get("forced", {}).get("max_tokens", 16),
-                   answer_cues={**DEFAULT_ANSWER_CUES, **dict(cfg.get("forced", {}).get("answer_cues") or {})},
-                   max_reasoning_tokens=cfg.get("max_reasoning_tokens", 0), stopping=rule)
+    def from_config(cls, cfg: Mapping[str, Any], decoding: str = "default") -> "SamplingConfig":
+        """From the config's ``trajectories`` section (see config/schema.yaml); a key left out takes the
+        dataclass default. A ``decoding`` other than ``default`` (the argument, else the section's
+        ``decoding`` key) overlays ``decodings[decoding]`` (temperature, top_p, max_tokens, seed) on
+        ``sampling`` when the section has ``decodings`` (else ``sampling`` is taken as already overlaid)."""
+        d = cls()
+        decoding = decoding if decoding != "default" else cfg.get("decoding") or "default"
+        s = dict(cfg.get("sampling") or {})
+        if decoding != "default" and "decodings" in cfg:
+            if decoding not in (cfg["decodings"] or {}):
+                raise ValueError(f"trajectories.decodings: no decoding named {decoding!r}")
+            s.update(cfg["decodings"][decoding] or {})
+        st = cfg.get("stopping") or {}
+        rule = (StoppingRule(**{k: st[k] for k in ("min_n", "round_size", "alpha", "threshold") if k in st})
+                if st.get("enabled") else None)
+        forced = cfg.get("forced") or {}
+        stop = {**d.stop, **{k: tuple(v) for k, v in (cfg.get("stop") or {}).items()}}
+        return cls(n=cfg.get("n", d.n), stride=cfg.get("stride", d.stride),
+                   temperature=s.get("temperature", d.temperature), top_p=s.get("top_p", d.top_p),
+                   max_tokens=s.get("max_tokens", d.max_tokens), seed=s.get("seed", d.seed),
+                   estimator=cfg.get("estimator", d.estimator),
+                   forced_max_tokens=forced.get("max_tokens", d.forced_max_tokens),
+                   answer_cues={**DEFAULT_ANSWER_CUES, **dict(forced.get("answer_cues") or {})},
+                   max_reasoning_tokens=cfg.get("max_reasoning_tokens", d.max_reasoning_tokens), stopping=rule,
+                   stop=stop, decoding=decoding)
+
+    def stop_for(self, prompt_variant: str | None) -> tuple[str, ...]:
+        """The stop strings of a trace collected with ``prompt_variant`` (unknown or None: none)."""
+        return tuple(self.stop.get(prompt_variant or "", ()))
 
     def as_dict(self) -> dict[str, Any]:
         return {"n": self.n, "stride": self.stride, "temperature": self.temperature, "top_p": self.top_p,
                 "max_tokens": self.max_tokens, "seed": self.seed, "estimator": self.estimator,
                 "forced_max_tokens": self.forced_max_tokens, "answer_cues": dict(sorted(self.answer_cues.items())),
                 "max_reasoning_tokens": self.max_reasoning_tokens,
-                "stopping": self.stopping.as_dict() if self.stopping else None}
+                "stopping": self.stopping.as_dict() if self.stopping else None,
+                "stop": {k: list(v) for k, v in sorted(self.stop.items())}}
 
     def digest(self) -> str:
         return hashlib.sha256(json.dumps(self.as_dict(), sort_keys=True).encode()).hexdigest()[:16]
@@ -107,6 +144,11 @@ class TracePlan:
     prompts: list[tuple[int, ...]] = field(default_factory=list)
     excluded: str | None = None
     skipped: dict[int, str] = field(default_factory=dict)  # checkpoint index -> reason
+
+    @property
+    def prompt_variant(self) -> str | None:
+        """The prompt variant the trace was collected with (its stop strings), when the unit records it."""
+        return (self.trace.extra or {}).get("prompt_variant")
 
 
 def plan_trace(trace: RealizedTrace, tokenizer, cfg: SamplingConfig, max_model_len: int,
@@ -141,74 +183,9 @@ def _seed(base: int | None, key: str, index: int, round_: int) -> int | None:
     return int.from_bytes(h[:4], "big") & 0x7FFFFFFF
 
 
-class ContinuationStore:
-    """Per-trace folders of part files; a call's continuations of one trace form one part, written atomically.
-
-    Layout: ``root/<model>/<question_set>/<question_id>/<run>/<config digest>-<trace hash>/part-*.json``
-    (the trace hash covers the prompt and completion token ids: a re-collected trace starts afresh). The store
-    outlives the job: a killed job rerun, or a batch rebuilt with one more question, reads what is there
-    and samples only what is missing. ``entries(keys)`` merges the parts of those traces into
-    ``{(trace_key, checkpoint_index): entry}``, the continuations of one checkpoint concatenated in
-    sampling order.
-    """
-
-    def __init__(self, root: str | os.PathLike, digest: str, trace_hashes: Mapping[str, str] | None = None):
-        self.root = Path(root)
-        self.digest = digest
-        self.trace_hashes = dict(trace_hashes or {})
-
-    def folder(self, key: str) -> Path:
-        from ..traces import safe_id
-
-        tail = self.digest + (f"-{self.trace_hashes[key][:12]}" if key in self.trace_hashes else "")
-        return self.root.joinpath(*[safe_id(part) for part in key.split("/")], tail)
-
-    def parts(self, key: str) -> list[Path]:
-        folder = self.folder(key)
-        return sorted(folder.glob("part-*.json")) if folder.is_dir() else []
-
-    def entries(self, keys: Sequence[str]) -> dict[tuple[str, int], dict[str, Any]]:
-        merged: dict[tuple[str, int], dict[str, Any]] = {}
-        for path in [p for key in keys for p in self.parts(key)]:
-            with open(path, encoding="utf-8") as fh:
-                part = json.load(fh)
-            for e in part["entries"]:
-                key = (e["trace"], int(e["checkpoint_index"]))
-                if key not in merged:
-                    merged[key] = {**e, "continuations": list(e["continuations"]), "seeds": [e.get("seed")],
-                                   "calls": 1}
-                else:
-                    m = merged[key]
-                    m["continuations"].extend(e["continuations"])
-                    m["seeds"].append(e.get("seed"))
-                    m["calls"] += 1
-                    m["cached_tokens"] = _add(m.get("cached_tokens"), e.get("cached_tokens"))
-                    m["computed_prefill"] = _add(m.get("computed_prefill"), e.get("computed_prefill"))
-                    if e["status"] != "ok":
-                        m["status"], m["reason"] = e["status"], e.get("reason")
-        return merged
-
-    def write(self, entries: list[dict[str, Any]], call: dict[str, Any]) -> list[Path]:
-        """One part per trace of a finished call."""
-        from ..outputs import write_json
-
-        by_trace: dict[str, list[dict[str, Any]]] = {}
-        for e in entries:
-            by_trace.setdefault(e["trace"], []).append(e)
-        paths = []
-        for key, items in by_trace.items():
-            path = self.folder(key) / f"part-{time.time_ns():020d}-{os.getpid()}.json"
-            write_json(path, {"entries": items, "call": call})
-            paths.append(path)
-        return paths
-
-
-def _add(a, b):
-    return None if a is None or b is None else a + b
-
-
-def _labels_for_stopping(entry: Mapping[str, Any], task: str | None, cfg: SamplingConfig) -> list:
-    return [continuation_label(c, task, cfg, entry.get("native", False)) for c in entry["continuations"]]
+def _labels_for_stopping(entry: Mapping[str, Any], task: str | None, cfg: SamplingConfig,
+                         stop: Sequence[str] = ()) -> list:
+    return [continuation_label(c, task, cfg, entry.get("native", False), stop=stop) for c in entry["continuations"]]
 
 
 def sample_plans(engine, plans: Sequence[TracePlan], cfg: SamplingConfig, store: ContinuationStore,
@@ -222,9 +199,12 @@ def sample_plans(engine, plans: Sequence[TracePlan], cfg: SamplingConfig, store:
     stats = {"calls": 0, "prefixes": 0, "sampled_tokens": 0, "prompt_tokens": 0, "cached_tokens": 0,
              "generate_seconds": 0.0, "checkpoints_reused": 0}
     n_target = cfg.n
-    max_new = cfg.forced_max_tokens if cfg.estimator == "forced" else cfg.max_tokens
+    context_len = getattr(engine, "max_model_len", None)
+    tok = _local_tokenizer(engine)
+    close_id = think_close_id(tok) if tok is not None else None
     round_ = 0
     keys = [p.trace.key for p in plans if not p.excluded]
+    failed: dict[tuple[str, int], str] = {}  # transient faults of this run: not stored, not retried in it
     while True:
         done = store.entries(keys)
         todo: list[tuple[TracePlan, int, int]] = []
@@ -232,7 +212,7 @@ def sample_plans(engine, plans: Sequence[TracePlan], cfg: SamplingConfig, store:
             if plan.excluded:
                 continue
             for cp in plan.checkpoints:
-                if cp.index in plan.skipped:
+                if cp.index in plan.skipped or (plan.trace.key, cp.index) in failed:
                     continue
                 entry = done.get((plan.trace.key, cp.index))
                 if entry is not None and entry["status"] != "ok":
@@ -243,16 +223,21 @@ def sample_plans(engine, plans: Sequence[TracePlan], cfg: SamplingConfig, store:
                 if cfg.stopping is None:
                     more = n_target - have
                 else:
-                    labels = _labels_for_stopping(entry, plan.trace.task, cfg) if entry else []
+                    labels = (_labels_for_stopping(entry, plan.trace.task, cfg, cfg.stop_for(plan.prompt_variant))
+                              if entry else [])
                     more = cfg.stopping.next_n(labels, n_target)
                 if more > 0:
                     todo.append((plan, cp.index, more))
         if not todo:
+            if failed:
+                raise transient_failures({f"{k} checkpoint {i}": v for (k, i), v in failed.items()},
+                                         sum(len(p.checkpoints) for p in plans if not p.excluded), "checkpoints")
             return stats
         log(f"round {round_}: {len(todo)} prefixes to sample")
         for chunk in _calls(todo, prefixes_per_call):
             prompts = [plan.prompts[i] for plan, i, _ in chunk]
-            specs = [_spec(cfg, more, max_new, _seed(cfg.seed, plan.trace.key, i, round_))
+            specs = [_spec(cfg, more, _budget(cfg, len(plan.prompts[i]), context_len),
+                           _seed(cfg.seed, plan.trace.key, i, round_), cfg.stop_for(plan.prompt_variant))
                      for plan, i, more in chunk]
             t0 = time.perf_counter()
             gens = engine.generate(prompts, specs)
@@ -260,13 +245,20 @@ def sample_plans(engine, plans: Sequence[TracePlan], cfg: SamplingConfig, store:
             entries = []
             for (plan, i, _), prompt, spec, gen in zip(chunk, prompts, specs, gens):
                 cp = plan.checkpoints[i]
-                comps = [{"text": c.text, "n_tokens": len(c.token_ids), "finish_reason": c.finish_reason}
-                         for c in gen.completions]
+                if is_transient(gen):
+                    failed[(plan.trace.key, cp.index)] = gen.error
+                    continue
+                budget = int(gen.info.get("max_tokens", spec.max_tokens))
+                to_the_end = cfg.estimator != "forced" and cfg.max_tokens is None
+                at_edge = context_len is not None and len(prompt) + budget >= context_len
+                cut = "context" if to_the_end or at_edge else "budget"  # what a "length" finish ran into
+                comps = [_continuation(c, cut, tok, close_id) for c in gen.completions]
                 cached = gen.cached_tokens
                 entries.append({
                     "trace": plan.trace.key, "checkpoint_index": cp.index, "prefix_tokens": cp.prefix_tokens,
                     "char_offset": cp.char_offset, "prompt_tokens": len(prompt), "cached_tokens": cached,
                     "computed_prefill": None if cached is None else len(prompt) - cached, "seed": spec.seed,
+                    "max_tokens": budget, "stop": list(spec.stop),
                     "native": plan.reasoning.native, "status": "error" if gen.error else "ok",
                     "reason": gen.error, "continuations": comps})
                 stats["sampled_tokens"] += sum(c["n_tokens"] for c in comps)
@@ -280,10 +272,61 @@ def sample_plans(engine, plans: Sequence[TracePlan], cfg: SamplingConfig, store:
         round_ += 1
 
 
-def _spec(cfg: SamplingConfig, n: int, max_new: int, seed: int | None):
+def _budget(cfg: SamplingConfig, prompt_tokens: int, max_model_len: int | None) -> int:
+    """Token budget of one continuation: the forced budget, the configured ``max_tokens``, or (unset) the
+    room the prompt leaves in the context; never more than that room (the engine would trim it anyway)."""
+    room = None if max_model_len is None else max(1, max_model_len - prompt_tokens)
+    if cfg.estimator == "forced":
+        wanted = cfg.forced_max_tokens
+    elif cfg.max_tokens is None:
+        if room is None:
+            raise ValueError("max_tokens is unset (run to the context's end) but the engine reports no max_model_len")
+        return room
+    else:
+        wanted = cfg.max_tokens
+    return wanted if room is None else min(wanted, room)
+
+
+def _spec(cfg: SamplingConfig, n: int, max_new: int, seed: int | None, stop: Sequence[str] = ()):
     from ..generate.engine import SamplingSpec
 
-    return SamplingSpec(n=n, temperature=cfg.temperature, top_p=cfg.top_p, max_tokens=max_new, seed=seed)
+    return SamplingSpec(n=n, temperature=cfg.temperature, top_p=cfg.top_p, max_tokens=max_new, seed=seed,
+                        stop=tuple(stop), skip_special_tokens=False)
+
+
+#: Why a continuation stopped (``stop`` of a stored continuation): ``eos`` (end of text), ``stop_string``
+#: (a configured stop string: the model began an invented follow-up), ``budget`` (``max_tokens`` reached),
+#: ``context`` (the end of the context: the budget was the room left, or was trimmed to it), ``error``.
+STOP_REASONS = ("eos", "stop_string", "budget", "context", "error")
+
+
+def _local_tokenizer(engine):
+    """The engine's tokenizer for reading ``</think>`` from token ids, or None where the engine has none here
+    (an HTTP endpoint configured without a local ``tokenizer``): continuations are then read as text."""
+    from ..generate.engine import EngineError
+
+    try:
+        return engine.tokenizer() if hasattr(engine, "tokenizer") else None
+    except EngineError:
+        return None
+
+
+def _continuation(c, cut: str, tok, close_id: int | None) -> dict[str, Any]:
+    """One stored continuation: text (special tokens kept), token count, finish and stop reason, and where
+    the reasoning ends when the tokenizer has a ``</think>`` token (found from the token ids)."""
+    if c.finish_reason == "stop":
+        stop = "stop_string" if isinstance(getattr(c, "stop_reason", None), str) else "eos"
+    elif c.finish_reason == "length":
+        stop = cut
+    else:
+        stop = "error"
+    out = {"text": c.text, "n_tokens": len(c.token_ids), "finish_reason": c.finish_reason, "stop": stop}
+    if close_id is not None:
+        ids = list(c.token_ids)
+        out["think_closed"] = close_id in ids
+        if out["think_closed"]:
+            out["answer_text"] = tok.decode(ids[ids.index(close_id) + 1:], skip_special_tokens=False)
+    return out
 
 
 def _calls(todo: list, size: int) -> list[list]:
@@ -312,7 +355,9 @@ def continuation_document(plan: TracePlan, entries: Mapping[tuple[str, int], Map
     """The per-trace output (``results/continuations/...json``): every checkpoint with its raw continuations."""
     t = plan.trace
     doc: dict[str, Any] = {"unit": t.ids(), "task": t.task, "gold": t.gold, "estimator": cfg.estimator,
-                           "sampling": cfg.as_dict(), "provenance": dict(prov)}
+                           "decoding": cfg.decoding, "prompt_variant": plan.prompt_variant,
+                           "stop": list(cfg.stop_for(plan.prompt_variant)), "sampling": cfg.as_dict(),
+                           "provenance": dict(prov)}
     if plan.excluded:
         return {**doc, "status": "excluded", "stage": "trajectory_sample", "reason": plan.excluded,
                 "checkpoints": []}
@@ -332,6 +377,7 @@ def continuation_document(plan: TracePlan, entries: Mapping[tuple[str, int], Map
             continue
         comps = e["continuations"]
         rows.append({**row, "status": e["status"], "reason": e.get("reason"), "n": len(comps),
+                     "max_tokens": e.get("max_tokens"),
                      "cached_tokens": e.get("cached_tokens"), "computed_prefill": e.get("computed_prefill"),
                      "calls": e.get("calls", 1), "seeds": e.get("seeds"),
                      "sampled_tokens": sum(c["n_tokens"] for c in comps), "continuations": comps})
@@ -345,83 +391,6 @@ def continuation_document(plan: TracePlan, entries: Mapping[tuple[str, int], Map
                           "k_sampled": plan.checkpoints[-1].prefix_tokens, "head_tokens": len(r.head),
                           "prompt_tokens": len(t.prompt_ids), "text": r.text, "answer_text": r.answer_text},
             "totals": totals, "checkpoints": rows}
-
-
-def continuation_label(cont: Mapping[str, Any], task: str | None, cfg_or_estimator, native: bool,
-                       cues: Mapping[str, str] | None = None) -> str | None:
-    """The canonical label of one continuation (rules in the module docstring); None is the null label."""
-    from .parsing import parse_answer
-
-    if task is None:
-        return None
-    estimator = cfg_or_estimator.estimator if isinstance(cfg_or_estimator, SamplingConfig) else cfg_or_estimator
-    if isinstance(cfg_or_estimator, SamplingConfig):
-        cues = cfg_or_estimator.answer_cues
-    text = cont.get("text") or ""
-    if estimator == "forced":
-        return parse_answer(forced_answer_text(task, text, cues), task)
-    if native:
-        pos = text.find("</think>")
-        if pos >= 0:
-            return parse_answer(text[pos + len("</think>"):], task)
-        if cont.get("finish_reason") != "stop":
-            return None
-        return parse_answer(text, task, strict=True)
-    return parse_answer(text, task, strict=cont.get("finish_reason") == "length")
-
-
-def endpoint_label(reasoning_answer_text: str, task: str | None, native: bool) -> str | None:
-    """The realized trace's own final answer, parsed (after ``</think>`` for native reasoners)."""
-    from .parsing import parse_answer
-
-    if task is None:
-        return None
-    text = reasoning_answer_text
-    if native:
-        pos = text.find("</think>")
-        text = text[pos + len("</think>"):] if pos >= 0 else ""
-    return parse_answer(text, task)
-
-
-def label_document(doc: Mapping[str, Any], task: str | None = None, gold: str | None = None,
-                   cues: Mapping[str, str] | None = None) -> dict[str, Any]:
-    """A continuation document -> the trajectory record of :mod:`thinkprobe.trajectories` (labels parsed).
-
-    ``gold`` (raw) is canonicalised with the task's parser; a question without gold keeps ``gold: None``
-    (no mechanism) and says so in ``notes``. Excluded documents give a record with ``status: excluded``
-    and no checkpoints.
-    """
-    from .parsing import parse_answer
-
-    task = task or doc.get("task")
-    gold_raw = gold if gold is not None else doc.get("gold")
-    unit = doc["unit"]
-    record: dict[str, Any] = {**unit, "task": task, "estimator": doc.get("estimator"),
-                              "status": doc.get("status"), "stage": doc.get("stage"), "reason": doc.get("reason"),
-                              "notes": []}
-    record["gold"] = parse_answer(str(gold_raw), task) if (gold_raw not in (None, "") and task) else None
-    if record["gold"] is None:
-        record["notes"].append("no gold answer: no mechanism" if gold_raw in (None, "")
-                               else f"gold answer {gold_raw!r} does not parse for task {task!r}")
-    if doc.get("status") != "ok":
-        return {**record, "endpoint_label": None, "checkpoints": []}
-    r = doc["reasoning"]
-    cues = cues or doc.get("sampling", {}).get("answer_cues")
-    record["endpoint_label"] = endpoint_label(r["answer_text"], task, r["native"])
-    record["cot_tokens_realized"] = r["k"]
-    record["reasoning_how"] = r["how"]
-    cps = []
-    for c in doc["checkpoints"]:
-        labels = [continuation_label(x, task, doc.get("estimator", "full"), r["native"], cues)
-                  for x in c["continuations"]] if c["status"] == "ok" else []
-        cps.append({k: v for k, v in c.items() if k not in ("continuations", "seeds")} | {"labels": labels})
-        if c["status"] != "ok":
-            record["notes"].append(f"checkpoint {c['checkpoint_index']} {c['status']}: {c.get('reason')}")
-    record["checkpoints"] = cps
-    if not any(c["labels"] for c in cps):
-        record["status"], record["stage"] = "excluded", "trajectory_label"
-        record["reason"] = "no checkpoint could be sampled: " + "; ".join(record["notes"][:3])
-    return record
 
 
 def sampling_provenance(engine, cfg: SamplingConfig, fingerprint: str | None = None) -> dict[str, Any]:

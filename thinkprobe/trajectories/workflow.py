@@ -24,8 +24,9 @@ from ..outputs import provenance, write_json, write_table
 from ..traces import run_name
 from ..units import unit_path
 from .checkpoints import RealizedTrace, TraceError, realized_from_unit
+from .labelling import label_document
 from .sampling import MODULES as SAMPLING_MODULES
-from .sampling import SamplingConfig, label_document, sample_traces
+from .sampling import SamplingConfig, sample_traces
 
 # The code behind each rule, derived from what its function really uses (thinkprobe.codedeps): its
 # provenance's source hash and the rule's `code` param, so editing a module reruns exactly these rules.
@@ -77,9 +78,10 @@ class TrajectoryPlan:
                 qs = qs[: self.traj["questions_limit"]]
             self.questions[qset] = {q.id: {"task": q.task, "gold": q.gold} for q in qs}
         size = self.traj["batch_questions"]
-        self.batches = {(m, qset, f"b{k // size:04d}"): list(qids)[k:k + size]
+        self.decodings = ["default", *sorted(self.traj.get("decodings") or {})]
+        self.batches = {(m, qset, batch_id(k // size, d)): list(qids)[k:k + size]
                         for m in self.models for qset, qids in self.questions.items()
-                        for k in range(0, len(qids), size)}
+                        for d in self.decodings for k in range(0, len(qids), size)}
 
     def trace_files(self, model: str, qset: str, batch: str) -> list[str]:
         return [f"results/traces/{model}/{qset}/{q}/{r}.json"
@@ -91,9 +93,15 @@ class TrajectoryPlan:
     def files(self, folder: str) -> list[str]:
         return [f"results/{folder}/{m}/{q}/{b}.json" for m, q, b in self.batches]
 
-    def sampling(self) -> dict[str, Any]:
-        return {k: self.traj[k] for k in ("n", "stride", "estimator", "sampling", "forced", "stopping",
-                                          "max_reasoning_tokens", "prefixes_per_call")}
+    def sampling(self, batch: str | None = None) -> dict[str, Any]:
+        """The sampling settings of a batch: its decoding's parameters overlaid on ``sampling``."""
+        decoding = decoding_of(batch) if batch else "default"
+        out = {k: self.traj[k] for k in ("n", "stride", "estimator", "sampling", "forced", "stopping",
+                                         "max_reasoning_tokens", "prefixes_per_call", "stop") if k in self.traj}
+        if decoding != "default":
+            out["sampling"] = {**out["sampling"], **(self.traj["decodings"][decoding] or {})}
+            out["decoding"] = decoding
+        return out
 
     def targets(self) -> list[str]:
         if not self.batches:
@@ -102,6 +110,20 @@ class TrajectoryPlan:
                 "results/tables/trajectory_join.parquet", "results/figures/trajectory_mechanisms.png",
                 "results/figures/trajectory_example.png", "results/figures/trajectory_join.png",
                 "results/figures/trajectory_groups.png", "results/figures/trajectory_forest.png"]
+
+
+def batch_id(index: int, decoding: str = "default") -> str:
+    """The batch wildcard: ``b0000`` for the default decoding (the paths of a study without decodings
+    stay as they were), ``b0000-<decoding>`` for another one.
+
+    >>> batch_id(3), batch_id(0, "t02"), decoding_of("b0000-t02"), decoding_of("b0003")
+    ('b0003', 'b0000-t02', 't02', 'default')
+    """
+    return f"b{index:04d}" + ("" if decoding == "default" else f"-{decoding}")
+
+
+def decoding_of(batch: str) -> str:
+    return batch.split("-", 1)[1] if "-" in batch else "default"
 
 
 def _unit_of(path: str) -> dict[str, str]:
@@ -186,11 +208,15 @@ def load_records(paths: Sequence[str]) -> list[dict[str, Any]]:
 
 def build_tables(label_paths: Sequence[str], outputs: Mapping[str, str], tau: float, support: str,
                  comparisons: Sequence[Mapping[str, Any]] = (), group_fraction: float = 0.25,
-                 confidence: float = 0.95, disagreement_grid: int = 11) -> dict[str, int]:
+                 confidence: float = 0.95, disagreement_grid: int = 11, max_cut_share: float = 0.1,
+                 log: Callable[[str], None] = print) -> dict[str, Any]:
     """Per-trace table, exclusions, model x task conditions, variance decomposition, the paper's groups
     (top ``group_fraction`` of model-task pairs), matched comparisons (``trajectories.comparisons``, with
-    ``confidence`` t intervals; empty table when none is declared), cross-model disagreement per model pair
-    and item (on ``disagreement_grid`` relative positions; empty with one model), figures."""
+    ``confidence`` t intervals; empty table when none is declared; changes standardised by the SD of the
+    default-decoding traces), cross-model disagreement per model pair and item (on ``disagreement_grid``
+    relative positions; empty with one model), figures. Returns the counts (traces, excluded, incomplete
+    trajectories, continuations cut) and a warning per model and task whose share of continuations cut by
+    the budget or the context exceeds ``max_cut_share`` (each also passed to ``log``)."""
     import pandas as pd
 
     from . import aggregates as agg
@@ -203,9 +229,12 @@ def build_tables(label_paths: Sequence[str], outputs: Mapping[str, str], tau: fl
     traces, excluded = agg.trace_table(records, tau=tau, support=support)
     write_table(outputs["traces"], traces, prov)
     write_table(outputs["exclusions"], excluded, prov)
-    if len(traces):
-        conditions = agg.condition_table(traces)
-        variance = agg.variance_decomposition(traces)
+    # model x task conditions, variance, groups and disagreement: the default decoding (the paper's setting);
+    # the other decodings enter the matched comparisons only
+    base = traces[traces["decoding"].fillna("default") == "default"] if "decoding" in traces else traces
+    if len(base):
+        conditions = agg.condition_table(base)
+        variance = agg.variance_decomposition(base)
     else:
         conditions, variance = pd.DataFrame(), pd.DataFrame()
     if len(conditions) and "model" not in conditions.columns:
@@ -214,10 +243,13 @@ def build_tables(label_paths: Sequence[str], outputs: Mapping[str, str], tau: fl
     write_table(outputs["variance"], variance, prov)
     groups = agg.group_profiles(conditions, fraction=group_fraction)[0] if len(conditions) else pd.DataFrame()
     write_table(outputs["groups"], groups, prov)
-    summary = (agg.matched_comparisons(traces, comparisons, confidence=confidence)[0] if comparisons and len(traces)
-               else pd.DataFrame(columns=["comparison", "metric", "mean", "low", "high", "n"]))
+    default = {"decoding": "default"} if len(traces) and "decoding" in traces.columns else None
+    summary = (agg.matched_comparisons(traces, comparisons, default=default, confidence=confidence)[0]
+               if comparisons and len(traces) else pd.DataFrame(columns=["comparison", "metric", "mean", "low",
+                                                                         "high", "n"]))
     write_table(outputs["comparisons"], summary, {**prov, "comparisons": list(comparisons)})
-    disagreement = agg.disagreement([r for r in records if r.get("status") == "ok"], grid=disagreement_grid)
+    disagreement = agg.disagreement([r for r in records if r.get("status") == "ok"
+                                     and r.get("decoding", "default") in (None, "default")], grid=disagreement_grid)
     if disagreement.empty:
         disagreement = pd.DataFrame(columns=["model_a", "model_b", "task", "question_id", "run",
                                              "dominant_disagreement", "entropy_gap",
@@ -247,7 +279,32 @@ def build_tables(label_paths: Sequence[str], outputs: Mapping[str, str], tau: fl
         figures.forest_plot(summary, outputs["forest_figure"], provenance=tag)
     else:
         _empty_figure(outputs["forest_figure"], "no matched comparison declared (trajectories.comparisons)")
-    return {"traces": len(traces), "excluded": len(excluded)}
+    warnings = cut_warnings(conditions, max_cut_share) if len(conditions) else []
+    for w in warnings:
+        log(f"WARNING: {w}")
+    return {"traces": len(traces), "excluded": len(excluded),
+            "incomplete": int(traces["incomplete"].sum()) if "incomplete" in traces else 0,
+            "continuations": int(traces["n_continuations"].sum()) if "n_continuations" in traces else 0,
+            "cut_budget": int(traces["n_cut_budget"].sum()) if "n_cut_budget" in traces else 0,
+            "cut_context": int(traces["n_cut_context"].sum()) if "n_cut_context" in traces else 0,
+            "warnings": warnings}
+
+
+def cut_warnings(conditions, max_cut_share: float) -> list[str]:
+    """One message per model and task whose continuations were cut (budget or context) more often than
+    ``max_cut_share``: their null labels then measure the budget, not the model."""
+    out = []
+    if "share_cut" not in conditions:
+        return out
+    for _, row in conditions.iterrows():
+        share = row["share_cut"]
+        if share == share and share > max_cut_share:
+            out.append(f"model {row['model']} task {row['task']}: {share:.0%} of {int(row['n_continuations'])} "
+                       f"continuations were cut (budget {row['share_cut_budget']:.0%}, context "
+                       f"{row['share_cut_context']:.0%}; more than trajectories.max_cut_share = {max_cut_share}): "
+                       "their labels are null for want of tokens; raise sampling.max_tokens (null: to the context's "
+                       "end) or the model's max_model_len")
+    return out
 
 
 def _empty_figure(path: str, message: str) -> None:

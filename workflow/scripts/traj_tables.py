@@ -7,5 +7,5 @@ with job_log(snakemake.log[0]) as log:
 
     counts = build_tables(list(snakemake.input), dict(snakemake.output.items()), snakemake.params.tau,
                           snakemake.params.support, snakemake.params.comparisons,
-                          **dict(snakemake.params.aggregation))
+                          **dict(snakemake.params.aggregation), log=lambda msg: print(msg, file=log, flush=True))
     print(f"traj_tables: {counts}", file=log)

@@ -1,0 +1,84 @@
+"""The continuation store: per-trace part files of finished engine calls, written atomically, read merged.
+
+Split out of :mod:`thinkprobe.trajectories.sampling` (which samples into it): the store is the durable record
+of every continuation sampled, so that a killed job rerun samples only what is missing and no finished
+checkpoint is redone.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from pathlib import Path
+from typing import Any, Mapping, Sequence
+
+
+class ContinuationStore:
+    """Per-trace folders of part files; a call's continuations of one trace form one part, written atomically.
+
+    Layout: ``root/<model>/<question_set>/<question_id>/<run>/<config digest>-<trace hash>/part-*.json``
+    (the trace hash covers the prompt and completion token ids: a re-collected trace starts afresh). The store
+    outlives the job: a killed job rerun, or a batch rebuilt with one more question, reads what is there
+    and samples only what is missing. ``entries(keys)`` merges the parts of those traces into
+    ``{(trace_key, checkpoint_index): entry}``, the continuations of one checkpoint concatenated in
+    sampling order.
+    """
+
+    def __init__(self, root: str | os.PathLike, digest: str, trace_hashes: Mapping[str, str] | None = None):
+        self.root = Path(root)
+        self.digest = digest
+        self.trace_hashes = dict(trace_hashes or {})
+
+    def folder(self, key: str) -> Path:
+        from ..traces import safe_id
+
+        tail = self.digest + (f"-{self.trace_hashes[key][:12]}" if key in self.trace_hashes else "")
+        return self.root.joinpath(*[safe_id(part) for part in key.split("/")], tail)
+
+    def parts(self, key: str) -> list[Path]:
+        folder = self.folder(key)
+        return sorted(folder.glob("part-*.json")) if folder.is_dir() else []
+
+    def entries(self, keys: Sequence[str]) -> dict[tuple[str, int], dict[str, Any]]:
+        merged: dict[tuple[str, int], dict[str, Any]] = {}
+        for path in [p for key in keys for p in self.parts(key)]:
+            with open(path, encoding="utf-8") as fh:
+                part = json.load(fh)
+            for e in part["entries"]:
+                key = (e["trace"], int(e["checkpoint_index"]))
+                if key not in merged:
+                    merged[key] = {**e, "continuations": list(e["continuations"]), "seeds": [e.get("seed")],
+                                   "calls": 1}
+                else:
+                    m = merged[key]
+                    m["continuations"].extend(e["continuations"])
+                    m["seeds"].append(e.get("seed"))
+                    m["calls"] += 1
+                    m["cached_tokens"] = _add(m.get("cached_tokens"), e.get("cached_tokens"))
+                    m["computed_prefill"] = _add(m.get("computed_prefill"), e.get("computed_prefill"))
+                    if e["status"] != "ok":
+                        m["status"], m["reason"] = e["status"], e.get("reason")
+        return merged
+
+    def write(self, entries: list[dict[str, Any]], call: dict[str, Any]) -> list[Path]:
+        """One part per trace of a finished call."""
+        from ..outputs import write_json
+
+        by_trace: dict[str, list[dict[str, Any]]] = {}
+        for e in entries:
+            by_trace.setdefault(e["trace"], []).append(e)
+        paths = []
+        for key, items in by_trace.items():
+            path = self.folder(key) / f"part-{time.time_ns():020d}-{os.getpid()}.json"
+            write_json(path, {"entries": items, "call": call})
+            paths.append(path)
+        return paths
+
+
+def _add(a, b):
+    return None if a is None or b is None else a + b
+
+
+def _add(a, b):
+    return None if a is None or b is None else a + b
