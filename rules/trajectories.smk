@@ -19,7 +19,7 @@ TRAJ_CODE = {
     "join": _traj_hash(_traj_workflow.JOIN_MODULES),
 }
 TRAJ_GPU = (
-    {"gpu": 1, **({"gpu_model": config["resources"]["gpu_model"]} if config["resources"]["gpu_model"] else {})}
+    {"gpu": traj_sample_gpus, **({"gpu_model": config["resources"]["gpu_model"]} if config["resources"]["gpu_model"] else {})}
     if TRAJ["gpu"]
     else {}
 )
@@ -27,7 +27,8 @@ TRAJ_GPU = (
 
 rule traj_sample:
     input:
-        lambda w: TRAJ_PLAN.trace_files(w.model, w.question_set, w.batch),
+        traces=lambda w: TRAJ_PLAN.trace_files(w.model, w.question_set, w.batch),
+        model=lambda w: model_manifest(w.model),  # a hub model: fetched first (rules/models.smk)
     output:
         protected("results/continuations/{model}/{question_set}/{batch}.json"),
     params:

@@ -32,13 +32,14 @@ from typing import Any, Mapping, Sequence
 
 from .engine import Completion, EngineError, Generation, SamplingSpec
 from ..outputs import sha256_file
-from .models import ModelNotFound, local_model_folder
+from .models import ModelNotFound, resolve_model
 
 # Defaults known to work on CPU and GPU alike; every key can be overridden in the model's `engine:` section.
+# No `max_model_len`: vLLM then uses the model's own context length (its config.json); a demo on a small
+# machine sets a small one explicitly (config/config.yaml).
 ENGINE_DEFAULTS: dict[str, Any] = {
     "tensor_parallel_size": 1,
     "dtype": "auto",
-    "max_model_len": 2048,
     "gpu_memory_utilization": 0.9,
     "enforce_eager": True,
     "enable_prefix_caching": True,
@@ -83,10 +84,10 @@ class VllmEngine:
     def __init__(self, model_cfg: Mapping[str, Any]):
         self.model = str(model_cfg.get("name") or model_cfg.get("path"))
         try:
-            folder = local_model_folder(str(model_cfg.get("path") or self.model), model_cfg.get("cache_dir"))
+            folder, self.source = resolve_model(model_cfg)
         except ModelNotFound as exc:
             raise EngineError(str(exc)) from exc
-        os.environ.setdefault("HF_HUB_OFFLINE", "1")
+        os.environ["HF_HUB_OFFLINE"] = "1"  # a generation job never downloads (hub models: rule fetch_model)
         os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
         cfg_engine = {**ENGINE_DEFAULTS, **dict(model_cfg.get("engine") or {})}
         os.environ.setdefault("VLLM_CPU_KVCACHE_SPACE", str(cfg_engine["kv_cache_space_gb"]))
