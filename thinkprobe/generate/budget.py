@@ -110,7 +110,7 @@ class StudyPlan:
         lines += [[r.rule, "(all)", f"{r.units:,}", f"{r.jobs:,}", f"{r.slurm_jobs:,}", str(r.gpus_per_job),
                    _tokens(r.tokens), f"{r.job_hours:,.1f}", f"{r.gpu_hours:,.1f}"] for r in self.by_rule()]
         t = self.total()
-        lines += [None, ["total", "", f"{t.units:,}", f"{t.jobs:,}", f"{t.slurm_jobs:,}", f"max {t.gpus_per_job}",
+        lines += [None, ["total", "", "", f"{t.jobs:,}", f"{t.slurm_jobs:,}", f"max {t.gpus_per_job}",
                          _tokens(t.tokens), f"{t.job_hours:,.1f}", f"{t.gpu_hours:,.1f}"]]
         widths = [max(len(head[i]), *(len(l[i]) for l in lines if l)) for i in range(len(head))]
         fmt = lambda cells: "  ".join(c.ljust(w) if i < 2 else c.rjust(w) for i, (c, w) in enumerate(zip(cells, widths)))
@@ -118,7 +118,10 @@ class StudyPlan:
         out = [fmt(head), rule] + [fmt(l) if l else rule for l in lines]
         if self.sources:
             out.append("")
-            out += [f"expected lengths, {k}: {v}" for k, v in sorted(self.sources.items())]
+            items = sorted(self.sources.items())
+            out += [f"expected lengths, {k}: {v}" for k, v in items[:16]]
+            if len(items) > 16:
+                out.append(f"... and {len(items) - 16} more (--json lists them all)")
         return "\n".join(out)
 
 
@@ -214,7 +217,7 @@ def plan_study(config: Mapping[str, Any], base: str | Path = ".", results: str |
     """The plan of a validated config (defaults filled); ``results`` is read for lengths already observed."""
     base, results = Path(base), Path(base) / results
     cfg_plan = config.get("planning") or {}
-    prior, answer = int(cfg_plan.get("trace_tokens_prior", 4000)), int(cfg_plan.get("answer_tokens_prior", 64))
+    priors, answer = dict(cfg_plan.get("trace_tokens_prior") or {}), int(cfg_plan.get("answer_tokens_prior", 64))
     overhead = float(cfg_plan.get("job_overhead_s", 300))
     cache = (config.get("resources") or {}).get("model_cache") or None
     collect = plan_collection(config, base)
@@ -225,20 +228,21 @@ def plan_study(config: Mapping[str, Any], base: str | Path = ".", results: str |
     if hub:
         local = bool((config.get("resources") or {}).get("fetch_local", True))
         study.rows.append(Row("fetch_model", units=len(hub), jobs=len(hub), slurm_jobs=0 if local else len(hub),
-                              detail=", ".join(hub)))
+                              detail=f"{len(hub)} hub model(s)"))
 
     expected: dict[tuple[str, str], float] = {}
     for (model, qset), job in collect.jobs.items():
         mcfg = collect.models[model]
         cap = int(job["sampling"].get("max_tokens", 8192))
+        prior = _prior(priors, collect.questions[qset])
         seen = stored_completion_tokens(results, model, qset)
         if seen:
             length = sum(seen) / len(seen)
             study.sources[f"collect {model} x {qset}"] = f"mean of {len(seen)} stored units: {length:,.0f} tokens"
         else:
             length = min(cap, prior + answer)
-            study.sources[f"collect {model} x {qset}"] = (f"prior: min(max_tokens {cap}, planning.trace_tokens_prior "
-                                                          f"{prior} + answer {answer}) = {length:,} tokens")
+            study.sources[f"collect {model} x {qset}"] = (f"prior: min(max_tokens {cap}, planning.trace_tokens_prior"
+                                                          f" {prior} + answer {answer}) = {length:,} tokens")
         expected[(model, qset)] = length
         units = sum(1 for u in collect.units if (u.model, u.question_set) == (model, qset))
         jobs = sum(1 for (m, q, _) in collect.batches if (m, q) == (model, qset))
@@ -259,9 +263,16 @@ def plan_study(config: Mapping[str, Any], base: str | Path = ".", results: str |
             mcfg = model_settings(model, models_cfg.get(model) or {})
             for qset, questions in tplan.questions.items():
                 total, observed, traces = 0.0, 0, 0
+                jobs = sum(1 for (m, q, _) in tplan.batches if (m, q) == (model, qset))
                 job = collect.jobs.get((model, qset))
-                ccap = int(job["sampling"].get("max_tokens", 8192)) if job else _collect_cap(config)
+                if job is None:  # no collected trace to sample: the jobs find nothing and generate nothing
+                    study.rows.append(_gen_row("traj_sample", config, model, qset, mcfg, 0, jobs, 0.0, overhead,
+                                               cache, gpu=bool(traj.get("gpu"))))
+                    study.sources[f"traj_sample {model} x {qset}"] = "not collected: no trace to sample"
+                    continue
+                ccap = int(job["sampling"].get("max_tokens", 8192))
                 seen = stored_completion_tokens(results, model, qset)
+                prior = _prior(priors, collect.questions[qset])
                 fallback_k = max(0, round(sum(seen) / len(seen)) - answer) if seen else min(ccap, prior)
                 for qid in questions:
                     for run in tplan.runs:
@@ -275,15 +286,16 @@ def plan_study(config: Mapping[str, Any], base: str | Path = ".", results: str |
                 study.sources[f"traj_sample {model} x {qset}"] = (
                     f"K from {observed} collected trace(s)" + (f", {traces - observed} at the prior K = {fallback_k:,}"
                                                               if traces > observed else ""))
-                jobs = sum(1 for (m, q, _) in tplan.batches if (m, q) == (model, qset))
                 study.rows.append(_gen_row("traj_sample", config, model, qset, mcfg, traces, jobs, total, overhead,
                                            cache, gpu=bool(traj.get("gpu"))))
     _analysis_rows(study, config, collect, base)
     return study
 
 
-def _collect_cap(config: Mapping[str, Any]) -> int:
-    return int(((config.get("collection") or {}).get("sampling") or {}).get("max_tokens", 8192))
+def _prior(priors: Mapping[str, int], questions) -> int:
+    """The prior reasoning length of a question set: ``planning.trace_tokens_prior`` of its task."""
+    task = questions[0].task if questions else "open"
+    return int(priors.get(task, priors.get("open", 4000)))
 
 
 def _generation_models(config: Mapping[str, Any], collect: CollectionPlan) -> set[str]:
