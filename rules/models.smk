@@ -55,6 +55,7 @@ if HUB_MODELS:
             model="|".join(re.escape(m) for m in HUB_MODELS),
         log:
             "results/logs/fetch_model/{model}.log",
+        # on the machine that runs Snakemake (a login node, with network) unless resources.fetch_local is false
         localrule: _RES["fetch_local"]
         resources:
             mem_mb=2000,
