@@ -32,7 +32,9 @@ from __future__ import annotations
 
 import json
 import math
+from collections import Counter
 from dataclasses import dataclass, field
+from functools import lru_cache
 from pathlib import Path
 from typing import Any, Mapping
 
@@ -231,6 +233,8 @@ def plan_study(config: Mapping[str, Any], base: str | Path = ".", results: str |
                               detail=f"{len(hub)} hub model(s)"))
 
     expected: dict[tuple[str, str], float] = {}
+    unit_count = Counter((u.model, u.question_set) for u in collect.units)
+    job_count = Counter((m, q) for (m, q, _) in collect.batches)
     for (model, qset), job in collect.jobs.items():
         mcfg = collect.models[model]
         cap = int(job["sampling"].get("max_tokens", 8192))
@@ -244,8 +248,7 @@ def plan_study(config: Mapping[str, Any], base: str | Path = ".", results: str |
             study.sources[f"collect {model} x {qset}"] = (f"prior: min(max_tokens {cap}, planning.trace_tokens_prior"
                                                           f" {prior} + answer {answer}) = {length:,} tokens")
         expected[(model, qset)] = length
-        units = sum(1 for u in collect.units if (u.model, u.question_set) == (model, qset))
-        jobs = sum(1 for (m, q, _) in collect.batches if (m, q) == (model, qset))
+        units, jobs = unit_count[(model, qset)], job_count[(model, qset)]
         study.rows.append(_gen_row("collect", config, model, qset, mcfg, units, jobs, units * length, overhead, cache))
 
     traj = config.get("trajectories") or {}
@@ -259,11 +262,19 @@ def plan_study(config: Mapping[str, Any], base: str | Path = ".", results: str |
         forced = traj.get("estimator") == "forced"
         forced_tokens = int((traj.get("forced") or {}).get("max_tokens", 16))
         n, stride, limit = int(traj.get("n", 16)), int(traj.get("stride", 16)), int(traj.get("max_reasoning_tokens", 0))
+        traj_jobs = Counter((m, q) for (m, q, _) in tplan.batches)
+
+        @lru_cache(maxsize=None)
+        def per_trace(k: int) -> float:
+            """Tokens sampled for one realized trace of K = k reasoning tokens."""
+            k = min(k, limit) if limit > 0 else k
+            return n * sum(forced_tokens if forced else min(cap, k - j + answer)
+                           for j in checkpoint_positions(int(k), stride))
         for model in tplan.models:
             mcfg = model_settings(model, models_cfg.get(model) or {})
             for qset, questions in tplan.questions.items():
                 total, observed, traces = 0.0, 0, 0
-                jobs = sum(1 for (m, q, _) in tplan.batches if (m, q) == (model, qset))
+                jobs = traj_jobs[(model, qset)]
                 job = collect.jobs.get((model, qset))
                 if job is None:  # no collected trace to sample: the jobs find nothing and generate nothing
                     study.rows.append(_gen_row("traj_sample", config, model, qset, mcfg, 0, jobs, 0.0, overhead,
@@ -274,15 +285,13 @@ def plan_study(config: Mapping[str, Any], base: str | Path = ".", results: str |
                 seen = stored_completion_tokens(results, model, qset)
                 prior = _prior(priors, collect.questions[qset])
                 fallback_k = max(0, round(sum(seen) / len(seen)) - answer) if seen else min(ccap, prior)
+                folder = results / "traces" / model / qset
                 for qid in questions:
                     for run in tplan.runs:
                         traces += 1
-                        k = reasoning_tokens(results / "traces" / model / qset / safe_id(qid) / f"{run}.json")
+                        k = reasoning_tokens(folder / safe_id(qid) / f"{run}.json") if folder.is_dir() else None
                         observed += k is not None
-                        k = fallback_k if k is None else k
-                        k = min(k, limit) if limit > 0 else k
-                        total += n * sum(forced_tokens if forced else min(cap, k - j + answer)
-                                         for j in checkpoint_positions(int(k), stride))
+                        total += per_trace(fallback_k if k is None else k)
                 study.sources[f"traj_sample {model} x {qset}"] = (
                     f"K from {observed} collected trace(s)" + (f", {traces - observed} at the prior K = {fallback_k:,}"
                                                               if traces > observed else ""))
