@@ -127,6 +127,17 @@ class StudyPlan:
         return "\n".join(out)
 
 
+    def markdown(self) -> str:
+        """Per rule and in total, as a Markdown table (the README's figures: ``thinkprobe plan --markdown``)."""
+        out = ["| rule | units | jobs | SLURM jobs | GPUs/job | tokens | job hours | GPU hours |",
+               "|---|---:|---:|---:|---:|---:|---:|---:|"]
+        for r in (*self.by_rule(), self.total()):
+            units = "" if r.rule == "total" else f"{r.units:,}"
+            out.append(f"| {r.rule} | {units} | {r.jobs:,} | {r.slurm_jobs:,} | {r.gpus_per_job} | {_tokens(r.tokens)} "
+                       f"| {r.job_hours:,.1f} | {r.gpu_hours:,.1f} |")
+        return "\n".join(out)
+
+
 def _tokens(n: float) -> str:
     return f"{n / 1e6:,.2f} M" if n >= 1e5 else f"{n:,.0f}"
 

@@ -23,6 +23,7 @@ def add_parser(sub) -> None:
     p.add_argument("--directory", "-d", default=".", metavar="DIR",
                    help="the workflow's working directory (its config/ and results/; default .)")
     p.add_argument("--json", action="store_true", help="print the rows as JSON instead of a table")
+    p.add_argument("--markdown", action="store_true", help="print the per-rule totals as a Markdown table")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -33,7 +34,9 @@ def run(args: argparse.Namespace) -> int:
     if problems:
         raise PlanError("the study cannot run as configured:\n  - " + "\n  - ".join(problems))
     plan = plan_study(config, args.directory)
-    if args.json:
+    if args.markdown:
+        print(plan.markdown())
+    elif args.json:
         print(json.dumps({"rows": plan.table(), "sources": plan.sources}, indent=1))
     else:
         print(plan.format())
