@@ -7,7 +7,7 @@
 #   snakemake fetch_models     # on a login node, before submitting the study
 #   snakemake plan             # results/plan/plan.txt: jobs, GPUs, tokens and GPU hours of the study
 
-from thinkprobe.generate.budget import check_study as _check_study
+from thinkprobe.generate.study_checks import check_study as _check_study
 
 _problems = _check_study(config, base=".")
 if _problems:

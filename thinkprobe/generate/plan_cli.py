@@ -27,7 +27,8 @@ def add_parser(sub) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from .budget import PlanError, check_study, plan_study, study_config
+    from .budget import PlanError, plan_study, study_config
+    from .study_checks import check_study
 
     config = study_config(args.configfile, args.directory)
     problems = check_study(config, args.directory)
