@@ -20,6 +20,7 @@ wildcard_constraints:
 
 
 include: "rules/common.smk"
+include: "rules/models.smk"
 include: "rules/collect.smk"
 include: "rules/segment.smk"
 include: "rules/graph.smk"

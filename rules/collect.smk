@@ -36,6 +36,8 @@ rule import_traces:
 if COLLECT.units:
 
     rule collect:
+        input:
+            lambda w: model_manifest(w.model),  # a hub model: fetched first (rules/models.smk)
         output:
             "results/collect/{model}/{question_set}/{cbatch}.json",
         params:

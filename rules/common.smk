@@ -80,6 +80,7 @@ CODE = {
     "profiles": source_hash(_tables_stage.PROFILE_MODULES),
     "report": source_hash(_tables_stage.REPORT_MODULES),
     "figures": source_hash(script_modules(workflow.source_path("../workflow/scripts/figures.py"))),
+    "plan": source_hash(script_modules(workflow.source_path("../workflow/scripts/plan.py"))),
 }
 
 
@@ -160,3 +161,38 @@ def collected_manifest(wildcards):
     stored = Path(f"results/collect/{key.model}/{key.question_set}/units/{key.question_id}/{key.run}.json")
     done = stored.exists() and Path(f"results/traces/{key.path}.json").exists()
     return ancient(manifest) if done else manifest
+
+
+# ---- models by hub id (rules/models.smk) and the study's checks (thinkprobe.generate.study_checks) ----
+from thinkprobe.generate.study_checks import check_study as _check_study
+
+_problems = _check_study(config, base=".")
+if _problems:
+    raise WorkflowError("the study cannot run as configured:\n  - " + "\n  - ".join(_problems))
+
+_RES = config["resources"]
+HUB_MODELS = sorted(
+    name
+    for name, m in config["models"].items()
+    if m.get("hub_id")
+    and (name in COLLECT.models or (name in config["trajectories"]["models"] and config["trajectories"]["question_sets"]))
+)
+# what a job needs to find a hub model offline: the cache and the manifest of its fetch (params of the jobs)
+for _name in HUB_MODELS:
+    _extra = {"manifest": f"results/models/{_name}.json",
+              **({"model_cache": _RES["model_cache"]} if _RES["model_cache"] else {})}
+    config["models"][_name].update(_extra)
+    if _name in COLLECT.models:
+        COLLECT.models[_name].update(_extra)
+
+
+def model_manifest(model):
+    """The fetch manifest a job that loads ``model`` waits for ([] for a local or built-in model)."""
+    return [f"results/models/{model}.json"] if model in HUB_MODELS else []
+
+
+def traj_sample_gpus(wildcards):
+    """GPUs of a trajectory sampling job: the model's tensor_parallel_size, as for collection."""
+    from thinkprobe.generate.plan import gpus, model_settings
+
+    return gpus(model_settings(wildcards.model, config["models"].get(wildcards.model) or {}))

@@ -35,7 +35,7 @@ TRAJ_CODE = {
     "join": _traj_hash(_traj_workflow.JOIN_MODULES),
 }
 TRAJ_GPU = (
-    {"gpu": 1, **({"gpu_model": config["resources"]["gpu_model"]} if config["resources"]["gpu_model"] else {})}
+    {"gpu": traj_sample_gpus, **({"gpu_model": config["resources"]["gpu_model"]} if config["resources"]["gpu_model"] else {})}
     if TRAJ["gpu"]
     else {}
 )
@@ -45,7 +45,8 @@ rule traj_sample:
     wildcard_constraints:
         batch=r"b[0-9]+(-[A-Za-z0-9_]+)?",  # b0000 (default decoding) or b0000-<decoding>
     input:
-        lambda w: TRAJ_PLAN.trace_files(w.model, w.question_set, w.batch),
+        traces=lambda w: TRAJ_PLAN.trace_files(w.model, w.question_set, w.batch),
+        model=lambda w: model_manifest(w.model),  # a hub model: fetched first (rules/models.smk)
     output:
         protected("results/continuations/{model}/{question_set}/{batch}.json"),
     params:

@@ -136,7 +136,7 @@ def test_empty_analysis_section_gets_paper_defaults():
     (lambda c: c["analysis"]["cross_segment"].update(revision_similarity=1.5),
      "analysis.cross_segment.revision_similarity = 1.5 is not allowed: must be <= 1"),
     (lambda c: c["analysis"]["metrics"].update(unknown=1), "analysis.metrics: Additional properties"),
-    (lambda c: c.update(inputs=[]), "inputs = [] is not allowed: must be at least 1 item(s)"),
+    (lambda c: c.update(inputs="traces.jsonl"), "inputs = 'traces.jsonl' is not allowed: must be of type array"),
     (lambda c: c["inputs"][0].pop("question_set"), "'question_set' is a required property"),
     (lambda c: c["analysis"]["trajectory"].update(branch_percentile=80, elab_percentile=70),
      "branch_percentile must not exceed elab_percentile"),

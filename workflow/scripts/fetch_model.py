@@ -1,0 +1,12 @@
+"""Rule fetch_model: download one hub model into the shared cache at its pinned revision; write its manifest."""
+
+from thinkprobe.stages.joblog import job_log
+
+with job_log(snakemake.log[0]) as log:
+    from thinkprobe.generate.hub import fetch
+    from thinkprobe.outputs import write_json
+
+    p = snakemake.params
+    manifest = fetch(snakemake.wildcards.model, p.hub_id, p.revision, p.model_cache or None, p.token_env)
+    write_json(snakemake.output[0], manifest)
+    print(f"fetch_model {p.hub_id}@{p.revision}: commit {manifest['commit']}, {len(manifest['files'])} files", file=log)
