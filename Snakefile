@@ -27,6 +27,7 @@ include: "rules/metrics.smk"
 include: "rules/report.smk"
 include: "rules/stats.smk"
 include: "rules/trajectories.smk"
+include: "rules/pages.smk"
 
 
 rule all:
@@ -43,3 +44,5 @@ rule all:
         [f"results/batches/{qset}/{batch}.json" for qset, batch in BATCHES],
         STATS_TARGETS if STATS["enabled"] else [],
         TRAJ_TARGETS if TRAJ["enabled"] else [],
+        PAGE_TARGETS,
+        MODEL_PAGES,

@@ -1,11 +1,10 @@
-"""Trace pages: one static HTML page per trace with its Thought Graph, metrics and trajectory.
+"""Seeing traces: one static HTML page per trace, and readable table pages for the report.
 
-``thinkprobe show`` (:mod:`thinkprobe.view.cli`) and the workflow's ``trace_pages`` rule build them:
-:func:`page_from_results` / :func:`page_from_trace` gather what a page shows, :func:`render_page` writes it.
+* :mod:`.sources` gathers what a trace page shows, from a results folder (by unit id) or a trace file;
+* :mod:`.page` renders it (with :mod:`.svg` for the radar and the answer distribution);
+* :mod:`.reference` is the reference the page's z-scores are taken against;
+* :mod:`.tables` writes the report's sortable, filterable table pages; :mod:`.summary` the per-model pages;
+* :mod:`.workflow` is what the workflow's ``trace_pages`` rule does; :mod:`.cli` is ``thinkprobe show``.
+
+Nothing is imported here, so that a stage using one of these modules hashes only the code it uses.
 """
-
-from .page import render_page, typed_arcs, write_page
-from .sources import PageData, ShowError, page_from_results, page_from_trace
-
-__all__ = ["PageData", "ShowError", "page_from_results", "page_from_trace", "render_page", "typed_arcs",
-           "write_page"]

@@ -199,5 +199,6 @@ def page_modules() -> list[str]:
     """The thinkprobe modules behind a page (derived from the imports, :mod:`thinkprobe.codedeps`)."""
     from ..codedeps import used_modules
 
-    return used_modules([("view.sources", "page_from_results"), ("view.sources", "page_from_trace"),
+    code = used_modules([("view.sources", "page_from_results"), ("view.sources", "page_from_trace"),
                          ("view.page", "render_page")])
+    return sorted(set(code) | {"view/assets/page.css", "view/assets/page.js", "view/reference.json"})
