@@ -30,8 +30,8 @@ rule trace_pages:
                 _pages.page_file(u),
                 caption="../workflow/report/trace_page.rst",
                 category="Traces",
-                subcategory=u.split("/")[0],
-                labels={"model": u.split("/")[0], "unit": u},
+                subcategory=_pages.model_of(u),
+                labels={"model": _pages.model_of(u), "unit": u},
             )
             for u in PAGE_UNITS
         ],

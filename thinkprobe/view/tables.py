@@ -114,7 +114,9 @@ def table_page(df, title: str, provenance: Mapping[str, Any] | None = None, link
     cut = f"; first {max_rows} written" if len(df) > max_rows else ""
     prov = ""
     if provenance:
-        prov = ("<details><summary>provenance</summary><pre>"
+        n_inputs = len(provenance.get("inputs") or {})
+        prov = ("<h3>Provenance</h3><details><summary>thinkprobe version, code hash (source_sha256), parameters, "
+                f"{n_inputs} input file(s) with sha256</summary><pre>"
                 + html.escape(json.dumps(dict(provenance), indent=1, default=str)) + "</pre></details>")
     return ("<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'><title>" + html.escape(title)
             + f"</title><style>{STYLE}</style></head><body><h2>{html.escape(title)}</h2>"

@@ -63,3 +63,8 @@ def write_pages(units: Sequence[str], outputs: Sequence[str], results: str, anal
         size = write_page(data, out)
         print(f"{out}: {data.status}, {size / 1024:.0f} KiB", file=log)
     return counts
+
+
+def model_of(unit: str) -> str:
+    """The model of a unit path ``model/question_set/question_id/run``."""
+    return UnitKey.from_path(unit).model
