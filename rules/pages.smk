@@ -43,9 +43,8 @@ rule trace_pages:
         code=source_hash(_page_modules()),
     log:
         "results/logs/trace_pages.log",
-    resources:
-        mem_mb=2000,
-        runtime=20,
+    localrule: True  # like the figures and report pages: no SLURM job of its own (a page costs milliseconds
+    # unless its trajectory's reasoning must be analysed anew, see thinkprobe.view.sources)
     conda:
         "../envs/cpu.yaml"
     script:
