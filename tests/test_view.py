@@ -154,3 +154,18 @@ def test_page_of_a_long_trace_is_small_and_fast(tmp_path):
     assert html.stat().st_size < 1_000_000
     seconds, _ = _check_page(html, graph, tmp_path)
     assert seconds < 2.0, f"page rendered in {seconds:.2f} s"
+
+
+def test_show_scores_against_a_given_metrics_table(tmp_path):
+    import pandas as pd
+
+    res = _thinkprobe("analyze", str(REPO / "examples/traces/demo.jsonl"), "--out", str(tmp_path / "a"), "--quiet")
+    assert res.returncode == 0, res.stderr
+    table = tmp_path / "a" / "metrics.parquet"
+    html = tmp_path / "page.html"
+    res = _thinkprobe("show", str(REPO / "examples/trace.txt"), "--out", str(html), "--reference", str(table))
+    assert res.returncode == 0, res.stderr
+    text = html.read_text()
+    assert f"the metrics table {table}" in text and "(12 traces)" in text
+    mean = pd.read_parquet(table)["AT"].mean()
+    assert f"<td>{mean:.3g}</td>" in text or f"<td>{mean:,.0f}</td>" in text

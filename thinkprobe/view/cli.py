@@ -23,6 +23,9 @@ def add_parser(sub) -> argparse.ArgumentParser:
     p.add_argument("--results", default="results", metavar="DIR", help="the results folder of a unit id (default results)")
     p.add_argument("--trace-id", help="which trace of a trace file (default: its first)")
     p.add_argument("--tau", type=float, default=0.8, help="commitment threshold of the trajectory (default 0.8)")
+    p.add_argument("--reference", metavar="METRICS_PARQUET",
+                   help="z-scores against this metrics table (default: the results folder's "
+                        "tables/metrics.parquet for a unit, the bundled reference profile for a trace file)")
     return p
 
 
@@ -35,6 +38,10 @@ def run(args: argparse.Namespace, params) -> int:
         data = page_from_trace(target, args.trace_id, params)
     else:
         data = page_from_results(args.results, args.target, tau=args.tau, params=params)
+    if args.reference:
+        from .reference import study_reference
+
+        data.reference = study_reference(args.reference)
     size = write_page(data, args.out)
     n = len(data.graph["nodes"]) if data.graph else 0
     print(f"{args.out}: {data.unit} ({data.status}), {n} thought units, {size / 1024:.0f} KiB")

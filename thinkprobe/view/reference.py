@@ -43,7 +43,7 @@ def study_reference(path: str | Path) -> dict[str, Any]:
     """The reference of a study's metrics table (``results/tables/metrics.parquet``)."""
     import pandas as pd
 
-    return reference_from_table(pd.read_parquet(path), f"this study ({path})")
+    return reference_from_table(pd.read_parquet(path), f"the metrics table {path}")
 
 
 def zscore(value: float | None, ref: Mapping[str, float] | None) -> float | None:
