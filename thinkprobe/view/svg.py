@@ -12,6 +12,7 @@ from typing import Any, Mapping, Sequence
 # Okabe & Ito's colour-blind-safe palette, for answer labels (the gold answer is marked by an outline).
 ANSWER_COLOURS = ("#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#D55E00", "#F0E442")
 OTHER, NULL = "#999999", "#dddddd"
+FLAG = "#000000"  # the structure x dynamics flag: no answer colour is black
 RADAR_RANGE = 2.0  # the radar's radius spans z = -2 .. +2 (the reference's mean is the middle ring)
 
 
@@ -101,8 +102,8 @@ def distribution_chart(traj: Mapping[str, Any], width: int = 980, height: int = 
         k = cp["index"]
         if k in flagged:
             iv = flagged[k]
-            out.append(f'<rect x="{_f(x)}" y="2" width="{_f(col_w)}" height="{top - 4}" fill="#D55E00" '
-                       f'opacity="0.8"><title>interval to checkpoint {k}: {" ".join(iv["markers"])} unit; TV '
+            out.append(f'<rect x="{_f(x)}" y="2" width="{_f(col_w)}" height="{top - 4}" fill="{FLAG}" '
+                       f'opacity="0.85"><title>interval to checkpoint {k}: {" ".join(iv["markers"])} unit; TV '
                        f'{iv["tv"]:.2f}{" (switch)" if iv["switch"] else ""}</title></rect>')
         y = top + plot_h
         state = cp["state"]
@@ -137,7 +138,8 @@ def distribution_chart(traj: Mapping[str, Any], width: int = 980, height: int = 
               f'</span>{escape(a)}{" (gold)" if a == gold else ""}</span>' for a, c in colours.items()]
     legend += [f'<span><span class="sw" style="background:{OTHER}"></span>other answers</span>',
                f'<span><span class="sw" style="background:{NULL}"></span>no answer</span>',
-               '<span><span class="sw" style="background:#D55E00"></span>interval with a BACK/CRT/SYN unit</span>']
+               f'<span><span class="sw" style="background:{FLAG}"></span>interval with a BACK/CRT/SYN unit (band '
+               'above its column; black marker in the text)</span>']
     if gold is not None and gold not in colours:
         legend.append(f"<span>gold {escape(gold)}: never sampled</span>")
     return "".join(out) + '<div class="legend">' + "".join(legend) + "</div>"
