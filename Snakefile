@@ -28,6 +28,7 @@ include: "rules/metrics.smk"
 include: "rules/report.smk"
 include: "rules/stats.smk"
 include: "rules/trajectories.smk"
+include: "rules/pages.smk"
 
 
 rule all:
@@ -44,3 +45,5 @@ rule all:
         [f"results/batches/{qset}/{batch}.json" for qset, batch in BATCHES],
         STATS_TARGETS if STATS["enabled"] else [],
         TRAJ_TARGETS if TRAJ["enabled"] else [],
+        PAGE_TARGETS,
+        MODEL_PAGES,

@@ -50,6 +50,7 @@ rule report_tables:
         ),
     params:
         code=CODE["report"],
+        pages=lambda w: {u: f"../pages/{u}.html" for u in PAGE_UNITS} if PAGES["enabled"] else {},  # rules/pages.smk
     log:
         "results/logs/report_tables.log",
     localrule: True

@@ -9,7 +9,10 @@ cd "$(dirname "$0")/.."
 bash scripts/setup.sh --dev
 if [[ $(id -u) == 0 ]] && command -v apt-get >/dev/null; then
   bash scripts/slurm-cluster.sh start
+  # a real browser for the trace-page tests (Debian's chromium; Playwright drives it, see tests/browser.py)
+  command -v chromium >/dev/null || { apt-get update -qq && apt-get install -y -qq chromium >/dev/null; }
 else
-  echo "test: not root on Debian: the SLURM tests will say the cluster is not running" >&2
+  echo "test: not root on Debian: the SLURM tests will say the cluster is not running, the browser tests" \
+       "that chromium is missing (apt-get install chromium)" >&2
 fi
 exec .venv/bin/python -m pytest "$@"

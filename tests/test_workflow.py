@@ -18,7 +18,8 @@ from thinkprobe.metrics import METRIC_NAMES
 from .conftest import corpus_path
 from .workflow_helpers import REPO, env_for, job_counts, make_workdir, snakefile, snakemake, with_analysis, write_config
 
-AGGREGATES = {"analysis_batch": 1, "aggregate": 1, "profiles": 1, "figures": 1, "report_tables": 1, "all": 1}
+AGGREGATES = {"analysis_batch": 1, "aggregate": 1, "profiles": 1, "figures": 1, "report_tables": 1, "all": 1,
+              "trace_pages": 1, "model_summaries": 1}
 STAGES = ("import_traces", "segment", "graph", "metrics")
 
 
@@ -127,7 +128,7 @@ def test_changing_a_texttiling_constant_reruns_from_segmentation(ran):
 def test_changing_the_dimension_map_reruns_the_profiles_only(ran):
     cfg = write_config(ran, lambda c: c["analysis"]["profile"].update(dimensions="app_g"))
     assert job_counts(snakemake(ran, "-n", "--configfile", str(cfg)).stdout) == {
-        "profiles": 1, "figures": 1, "report_tables": 1, "all": 1}
+        "profiles": 1, "figures": 1, "report_tables": 1, "model_summaries": 1, "all": 1}
 
 
 @pytest.mark.parametrize("module, expected", [
@@ -143,7 +144,7 @@ def test_editing_a_module_reruns_the_rules_that_use_it(ran, module, expected):
         path.write_text(original + "\n# an edit\n")
         out = snakemake(ran, "-n").stdout
         aggregates = AGGREGATES if module != "profile.py" else {"profiles": 1, "figures": 1, "report_tables": 1,
-                                                                   "all": 1}
+                                                                   "model_summaries": 1, "all": 1}
         assert job_counts(out) == {**expected, **aggregates}
         assert "Params have changed" in out
     finally:

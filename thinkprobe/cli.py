@@ -115,6 +115,10 @@ def build_parser() -> argparse.ArgumentParser:
     from .generate.plan_cli import add_parser as _add_plan_parser
 
     _add_plan_parser(sub)
+
+    from .view.cli import add_parser as _add_show_parser
+
+    _add_params_options(_add_show_parser(sub))
     return parser
 
 
@@ -133,6 +137,10 @@ def main(argv: list[str] | None = None) -> int:
             return cmd_profile(args)
         if args.command == "agree":
             return cmd_agree(args)
+        if args.command == "show":
+            from .view.cli import run as cmd_show
+
+            return cmd_show(args, _params(args))
         if args.command == "trajectory":
             from .trajectories.cli import run as cmd_trajectory
 

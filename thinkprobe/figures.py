@@ -13,7 +13,28 @@ from .vocabulary import DIMENSIONS, METRIC_NAMES
 
 
 def _footer(fig, provenance: str) -> None:
-    fig.text(0.01, 0.005, provenance, fontsize=6, color="#555555", ha="left", va="bottom")
+    """The provenance line, placed below everything already drawn (tick labels included), so that it never
+    overlaps them; ``bbox_inches="tight"`` then keeps it in the saved image."""
+    box = fig.get_tightbbox(fig.canvas.get_renderer())  # inches
+    height = fig.get_figheight() or 1.0
+    fig.text(box.x0 / (fig.get_figwidth() or 1.0), box.y0 / height - 0.01, provenance, fontsize=6,
+             color="#555555", ha="left", va="top")
+
+
+def radar_positions(values: np.ndarray, inner: float = 0.15) -> np.ndarray:
+    """Min-max positions per axis (paper Figure 2) on ``[inner, 1]``: the lowest model on an axis sits on
+    the inner ring, not at the centre, and an axis on which every model scores the same puts them all on
+    the middle ring, so no model's polygon collapses to a point or a line.
+
+    >>> radar_positions(np.array([[0.0, 2.0], [1.0, 2.0]])).round(3).tolist()
+    [[0.15, 0.575], [1.0, 0.575]]
+    """
+    lo, hi = np.nanmin(values, axis=0), np.nanmax(values, axis=0)
+    flat = ~(hi - lo > 0)
+    span = np.where(flat, 1.0, hi - lo)
+    pos = inner + (1 - inner) * (values - lo) / span
+    pos[:, flat] = (1 + inner) / 2
+    return pos
 
 
 def radar(profiles: pd.DataFrame, out_path: str, provenance: str = "") -> None:
@@ -29,18 +50,20 @@ def radar(profiles: pd.DataFrame, out_path: str, provenance: str = "") -> None:
     ax = fig.add_subplot(111, polar=True)
     angles = np.linspace(0, 2 * np.pi, len(dims), endpoint=False).tolist()
     values = models[dims].to_numpy(dtype=float) if len(models) else np.zeros((0, len(dims)))
-    lo, hi = (values.min(axis=0), values.max(axis=0)) if len(values) else (0, 1)
-    span = np.where(hi - lo > 0, hi - lo, 1.0)
-    for (_, row), vals in zip(models.iterrows(), values):
-        norm = ((vals - lo) / span).tolist()
-        ax.plot(angles + angles[:1], norm + norm[:1], label=str(row["model"]))
+    positions = radar_positions(values) if len(values) else values
+    for (_, row), vals in zip(models.iterrows(), positions):
+        norm = vals.tolist()
+        ax.plot(angles + angles[:1], norm + norm[:1], marker="o", ms=3, label=str(row["model"]))
         ax.fill(angles + angles[:1], norm + norm[:1], alpha=0.1)
+    ax.set_ylim(0, 1)
     ax.set_xticks(angles)
     ax.set_xticklabels(dims)
+    ax.set_yticks([0.15, 0.575, 1.0])
     ax.set_yticklabels([])
-    ax.set_title("5D cognitive profile per model (min-max per axis)")
+    ax.set_title("5D cognitive profile per model\n(min-max per axis: inner ring = lowest model, outer = highest)",
+                 fontsize=9, pad=18)
     if len(models):
-        ax.legend(loc="upper right", bbox_to_anchor=(1.3, 1.1), fontsize=8)
+        ax.legend(loc="upper left", bbox_to_anchor=(1.08, 1.0), fontsize=8)  # beside the plot, not on the title
     _footer(fig, provenance)
     fig.savefig(out_path, dpi=120, bbox_inches="tight")
     plt.close(fig)

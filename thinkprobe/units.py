@@ -95,15 +95,25 @@ class Discovery:
     questions: dict[str, list[str]] = field(default_factory=dict)  # question set -> question ids
     found_models: list[str] = field(default_factory=list)  # every model in the inputs (before the grid)
     found_runs: list[str] = field(default_factory=list)
+    # question set -> (models, runs) that apply to it: the configured units.models/runs when the study names
+    # them, else the models and runs of its inputs (imported) or of its collection jobs (collected)
+    grids: dict[str, tuple[list[str], list[str]]] = field(default_factory=dict)
+
+    def in_grid(self, key: UnitKey) -> bool:
+        """Whether a unit belongs to its question set's grid (else it is ``absent``, no unit of the study)."""
+        models, runs = self.grids.get(key.question_set, (self.models, self.runs))
+        return key.model in models and key.run in runs
 
     def shard_records(self, question_set: str, question_id: str) -> dict[str, dict[str, str] | None]:
-        """Unit path -> record reference (None when the unit has no trace) for one question's shard."""
+        """Unit path -> record reference for one question's shard: None when a unit of the question set's
+        grid has no trace (``missing``), ``{"absent": reason}`` for a unit outside that grid."""
         out: dict[str, dict[str, str] | None] = {}
         for model in self.models:
             for run in self.runs:
                 key = UnitKey(model, question_set, question_id, run)
                 ref = self.records.get(key)
-                out[key.path] = ref.as_dict() if ref else None
+                out[key.path] = ref.as_dict() if ref else (None if self.in_grid(key) else {"absent": (
+                    f"absent: model {model} run {run} does not apply to question set {question_set}")})
         return out
 
 
@@ -134,7 +144,9 @@ def discover(inputs: Iterable[dict[str, Any]], base: str | Path = ".", max_bytes
 
     ``inputs`` entries: ``{"path": file or folder, "question_set": name, "model": default, "run": default}``.
     ``models``/``runs`` fix the unit grid (a study's design); when empty, the grid is every model and run
-    found. Units of the grid without a record are planned anyway and end as "missing" exclusions.
+    found. Each question set has its own grid (:attr:`Discovery.grids`): the configured models and runs, or
+    when those are empty the models and runs found in that set's inputs; units of a set's grid without a
+    record are planned anyway and end as "missing" exclusions, units outside it are "absent" (no unit).
     """
     base = Path(base)
     found = Discovery()
@@ -176,6 +188,11 @@ def discover(inputs: Iterable[dict[str, Any]], base: str | Path = ".", max_bytes
         if k.model in found.models and k.run in found.runs:
             questions.setdefault(k.question_set, set()).add(k.question_id)
     found.questions = {q: sorted(ids) for q, ids in sorted(questions.items())}
+    for qset in found.questions:
+        keys = [k for k in found.records if k.question_set == qset and k.model in found.models
+                and k.run in found.runs]
+        found.grids[qset] = (list(found.models) if models else sorted({k.model for k in keys}),
+                             list(found.runs) if runs else sorted({k.run for k in keys}, key=lambda r: (len(r), r)))
     outside = [k for k in found.records if k.model not in found.models or k.run not in found.runs]
     for k in sorted(outside):
         ref = found.records.pop(k)

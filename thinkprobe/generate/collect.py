@@ -301,15 +301,16 @@ def trace_unit_doc(unit: Mapping[str, str], store_file: str | os.PathLike | None
 
     The same document the import stage writes (``trace.text`` is the reasoning, verbatim), plus
     ``origin: collected``, the answer, the generation record (token ids, finish reason, looping) and the
-    collection provenance. A unit of the grid that was not collected gets status ``missing``.
+    collection provenance. A unit that no collection job asks for (a model or run of other question sets)
+    is ``absent``: outside the question set's grid, no unit of the study.
     """
     from ..stages.unitfiles import unit_doc
 
     unit = dict(unit)
     upath = UnitKey(**unit).path
     if store_file is None:
-        return unit_doc(unit, "missing", {"thinkprobe_version": __version__},
-                        reason or "missing: not collected for this model and question set", "collect",
+        return unit_doc(unit, "absent", {"thinkprobe_version": __version__},
+                        reason or "absent: no collection job for this model, run and question set", "collect",
                         trace_id=None, ids={**unit, "domain": ""})
     rec = json.loads(Path(store_file).read_text(encoding="utf-8"))
     ids = {**unit, "domain": rec["question"].get("domain") or "", "record_id": upath, "source": str(store_file)}

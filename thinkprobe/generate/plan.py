@@ -167,6 +167,8 @@ def join_grid(found: Discovery, plan: CollectionPlan) -> Discovery:
     found.runs = sorted(set(found.runs) | {u.run for u in plan.units}, key=lambda r: (len(r), r))
     for qset in plan.question_sets:
         found.questions[qset] = [safe_id(q.id) for q in plan.questions[qset]]
+        keys = [u for u in plan.units if u.question_set == qset]  # the set's grid: what its jobs collect
+        found.grids[qset] = (sorted({u.model for u in keys}), sorted({u.run for u in keys}, key=lambda r: (len(r), r)))
     found.questions = dict(sorted(found.questions.items()))
     return found
 

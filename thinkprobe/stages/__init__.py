@@ -2,6 +2,6 @@
 
 One module per stage (ingest, segment, graph, metrics, tables); :mod:`.unitfiles` holds the per-unit
 file format they share, and :mod:`.joblog` the job log every rule script writes (stderr and, when the
-job fails, its traceback). Every per-unit file carries the unit, a status (``ok``, ``missing`` or
-``excluded``), the reason and stage of an exclusion, and a provenance block.
+job fails, its traceback). Every per-unit file carries the unit, a status (``ok``, ``missing``,
+``excluded`` or ``absent``: outside its question set's grid, see :mod:`.unitfiles`), the reason and stage of an exclusion, and a provenance block.
 """

@@ -14,7 +14,7 @@ from ..codedeps import stage_modules
 from ..traces import Exclusion, to_trace
 from ..retry import register
 from ..units import ChangedInput, InputError, UnitKey, load_records, record_key
-from .unitfiles import failure_doc, unit_doc, unit_provenance, write_unit_or_exclude
+from .unitfiles import STATUSES, failure_doc, unit_doc, unit_provenance, write_unit_or_exclude
 
 
 def import_shard(unit_paths: list[str], records: dict[str, dict[str, Any] | None], outputs: list[str],
@@ -27,12 +27,17 @@ def import_shard(unit_paths: list[str], records: dict[str, dict[str, Any] | None
     if len(unit_paths) != len(outputs):
         raise ValueError(f"{len(unit_paths)} units but {len(outputs)} output paths")
     params = {"require_think": require_think, "max_trace_bytes": max_trace_bytes}
-    loaded = load_records([r for r in records.values() if r], max_trace_bytes)
-    counts = {"ok": 0, "missing": 0, "excluded": 0}
+    loaded = load_records([r for r in records.values() if r and not r.get("absent")], max_trace_bytes)
+    counts = {status: 0 for status in STATUSES}
     changed: list[str] = []
     for unit_path, out in zip(unit_paths, outputs):
         unit = UnitKey.from_path(unit_path).as_dict()
         ref = records.get(unit_path)
+        if ref and ref.get("absent"):  # outside its question set's grid: no unit of the study
+            doc = unit_doc(unit, "absent", unit_provenance(MODULES, params, []), ref["absent"], "import",
+                           trace_id=None, ids={**unit, "domain": ""})
+            counts[write_unit_or_exclude(out, doc, "import")["status"]] += 1
+            continue
         raw = loaded.get(record_key(ref)) if ref else None
         source = getattr(raw, "source", "")
         prov = unit_provenance(MODULES, params, [], record={**ref, "source": source} if ref else None)

@@ -21,7 +21,7 @@ from ..params import Params
 from ..pipeline import SegmentedTrace, segment_traces
 from ..timing import JobClock
 from ..traces import Exclusion, Trace
-from .unitfiles import (failure_doc, passthrough, read_unit, save_embeddings, unit_doc, unit_from_file,
+from .unitfiles import (STATUSES, failure_doc, passthrough, read_unit, save_embeddings, unit_doc, unit_from_file,
                         unit_provenance, write_unit_or_exclude)
 
 
@@ -91,7 +91,7 @@ def segment_shard(trace_paths: list[str], seg_paths: list[str], emb_paths: list[
         clock.mark("model_load")
         results.update(_segment_each(traces, params, encoder))
         clock.mark("work")
-    counts = {"ok": 0, "missing": 0, "excluded": 0}
+    counts = {status: 0 for status in STATUSES}
     dim = next((r.embeddings.shape[1] for r in results.values() if isinstance(r, SegmentedTrace)), 0)
     for i, (doc, seg_path, emb_path) in enumerate(zip(docs, seg_paths, emb_paths)):
         prov = unit_provenance(MODULES, analysis, [trace_paths[i]], **encoder_prov, **(extra_provenance or {}))

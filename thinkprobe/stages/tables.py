@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import html
-import json
 
 import pandas as pd
 
@@ -12,7 +11,7 @@ from ..vocabulary import METRIC_NAMES
 from ..outputs import atomic_write_text, provenance, read_table_metadata, sha256_file, write_json, write_table
 from ..profile import model_profiles, trace_profiles
 from ..units import unit_path
-from .unitfiles import read_unit
+from .unitfiles import STATUSES, read_unit
 
 ID_COLUMNS = ["trace_id", "model", "question_set", "question_id", "run", "domain", "record_id"]
 EXCLUSION_COLUMNS = ["trace_id", "model", "question_set", "question_id", "run", "stage", "reason", "source"]
@@ -21,6 +20,7 @@ EXCLUSION_COLUMNS = ["trace_id", "model", "question_set", "question_id", "run", 
 def aggregate(metric_paths: list[str], problems: list[dict[str, str]], out_metrics: str,
               out_exclusions: str) -> tuple[int, int]:
     """One row per analysed unit (ids + 19 metrics); one row per excluded or missing unit and input problem.
+    Units ``absent`` from their question set's grid are in neither table.
 
     ``trace_id`` is the unit's path (its file-safe ids); ``model``, ``question_id``, ``run`` and
     ``record_id`` are the ids as the input states them.
@@ -30,6 +30,8 @@ def aggregate(metric_paths: list[str], problems: list[dict[str, str]], out_metri
         doc = read_unit(path)
         ids = {**doc["unit"], **doc.get("ids", {})}
         unit_id = unit_path(doc["unit"])
+        if doc["status"] == "absent":  # outside its question set's grid: no unit of the study
+            continue
         if doc["status"] == "ok":
             rows.append({"trace_id": unit_id, **{c: ids.get(c, "") for c in ID_COLUMNS[1:]}, **doc["metrics"]})
         else:
@@ -48,7 +50,7 @@ def aggregate(metric_paths: list[str], problems: list[dict[str, str]], out_metri
 
 def batch_manifest(metric_paths: list[str], out_path: str) -> dict[str, int]:
     """A batch's manifest: every unit's status and the sha256 of its metrics file."""
-    units, counts = [], {"ok": 0, "missing": 0, "excluded": 0}
+    units, counts = [], {status: 0 for status in STATUSES}
     for path in metric_paths:
         doc = read_unit(path)
         counts[doc["status"]] += 1
@@ -90,26 +92,15 @@ def profiles_table(metrics_path: str, out_path: str, exclude: tuple[str, ...] = 
     return table
 
 
-def html_table(table_path: str, out_path: str, title: str, max_rows: int = 500) -> None:
-    """A self-contained HTML page of a Parquet table with its provenance, for the Snakemake report."""
+def html_table(table_path: str, out_path: str, title: str, max_rows: int = 5000,
+               links: dict[str, str] | None = None) -> None:
+    """A self-contained, sortable and filterable HTML page of a Parquet table with its provenance, for the
+    Snakemake report (:func:`thinkprobe.view.tables.table_page`); ``links`` maps unit ids to trace pages."""
+    from ..view.tables import table_page
+
     df = pd.read_parquet(table_path)
-    meta = read_table_metadata(table_path)
-    inputs = meta.get("inputs", {})
-    prov = {k: v for k, v in meta.items() if k not in ("inputs", "source_provenance")}
-    shown = df.head(max_rows)
-    note = f"<p>{len(df)} rows" + (f"; first {max_rows} shown" if len(df) > max_rows else "") + "</p>"
-    body = [
-        f"<h2>{html.escape(title)}</h2>", note,
-        shown.to_html(index=False, float_format=lambda v: f"{v:.4g}", border=0),
-        "<h3>Provenance</h3>",
-        f"<p>table file <code>{html.escape(table_path)}</code> sha256 <code>{sha256_file(table_path)}</code></p>",
-        f"<pre>{html.escape(json.dumps(prov, indent=1, default=str))}</pre>",
-        f"<details><summary>{len(inputs)} input file(s) with sha256</summary><pre>"
-        + html.escape("\n".join(f"{v}  {k}" for k, v in inputs.items())) + "</pre></details>",
-    ]
-    atomic_write_text(out_path, "<!DOCTYPE html><html><head><meta charset='utf-8'><style>"
-                      "table{border-collapse:collapse;font:12px sans-serif}td,th{padding:2px 6px;border-bottom:1px solid #ddd}"
-                      "</style></head><body>" + "\n".join(body) + "</body></html>\n")
+    note = (f"table file <code>{html.escape(table_path)}</code> sha256 <code>{sha256_file(table_path)}</code>")
+    atomic_write_text(out_path, table_page(df, title, read_table_metadata(table_path), links, max_rows, note))
 
 
 AGGREGATE_MODULES = stage_modules(__name__.removeprefix("thinkprobe."), "aggregate")

@@ -19,7 +19,10 @@ from ..outputs import atomic_write_bytes, provenance, write_json
 from ..timing import JobClock
 from ..units import unit_path
 
-STATUSES = ("ok", "missing", "excluded")
+# ``absent``: a unit outside its question set's grid (a model or run that never applies to that set, e.g. a
+# model that answered other questions only); its files exist because a shard's outputs are one static
+# pattern over every model x run, but it is no unit of the study: no table, no exclusion, no count.
+STATUSES = ("ok", "missing", "excluded", "absent")
 
 
 class UnitFileError(ValueError):

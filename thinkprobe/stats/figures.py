@@ -62,6 +62,16 @@ def short_labels(names: Sequence[str]) -> list[str]:
     return [n[cut:] for n in names] if cut and all(n[cut:] for n in names) else names
 
 
+def ellipsis(name, width: int) -> str:
+    """``name`` cut to ``width`` characters with a trailing ellipsis when longer.
+
+    >>> ellipsis("Creative Problem Solving", 22), ellipsis("Logic", 22)
+    ('Creative Problem Solv…', 'Logic')
+    """
+    text = str(name)
+    return text if len(text) <= width else text[: width - 1] + "…"
+
+
 def _empty(outputs: Sequence[str], title: str, why: str, provenance: str) -> None:
     plt = _plt()
     fig, ax = plt.subplots(figsize=(5, 2))
@@ -78,17 +88,20 @@ def radar_per_model(profiles: pd.DataFrame, outputs: Sequence[str], provenance: 
     dims = [d for d in DIMENSIONS if d in models.columns]
     if models.empty or not dims:
         return _empty(outputs, "5D cognitive profile per model", "no analysed traces", provenance)
+    from ..figures import radar_positions
+
     values = models[dims].to_numpy(dtype=float)
-    lo, hi = np.nanmin(values, axis=0), np.nanmax(values, axis=0)
-    span = np.where(hi - lo > 0, hi - lo, 1.0)
+    # inner ring = lowest model, outer = highest; an axis where all models are equal (one model included)
+    # puts them on the middle ring, so no polygon collapses
+    positions = radar_positions(values)
     n = len(models)
     cols = min(n, 4)
     rows = int(np.ceil(n / cols))
     fig = plt.figure(figsize=(2.6 * cols, 2.7 * rows))
     angles = np.linspace(0, 2 * np.pi, len(dims), endpoint=False).tolist()
-    for i, ((_, row), vals) in enumerate(zip(models.iterrows(), values)):
+    for i, ((_, row), vals) in enumerate(zip(models.iterrows(), positions)):
         ax = fig.add_subplot(rows, cols, i + 1, polar=True)
-        norm = (0.15 + 0.85 * (vals - lo) / span).tolist()  # the lowest model on an axis sits on the inner ring
+        norm = vals.tolist()
         colour = OKABE_ITO[i % (len(OKABE_ITO) - 1)]  # yellow is left out: too light in print
         ax.plot(angles + angles[:1], norm + norm[:1], color=colour, lw=1.5)
         ax.fill(angles + angles[:1], norm + norm[:1], color=colour, alpha=0.25)
@@ -136,14 +149,13 @@ def effect_sizes(kruskal: pd.DataFrame, outputs: Sequence[str], small: float = 0
         ax.set_xticklabels(order, rotation=60 if kind == "metric" else 30, ha="right")
         ax.set_ylabel("epsilon^2")
         ax.set_title(f"per {kind}")
-    axes[0].text(0.99, small, f" small {small}", transform=axes[0].get_yaxis_transform(), fontsize=7, va="bottom",
-                 ha="right")
-    axes[0].text(0.99, large, f" large {large}", transform=axes[0].get_yaxis_transform(), fontsize=7, va="bottom",
-                 ha="right")
+    # the threshold lines are named in the legend, not by labels on the plot (which overlapped the bars)
     handles = [plt.Rectangle((0, 0), 1, 1, color=c, ec="black", lw=0.4) for c in DIMENSION_COLOURS.values()]
     handles.append(plt.Rectangle((0, 0), 1, 1, facecolor="white", edgecolor="black", hatch="///", lw=0.4))
-    fig.legend(handles, [f"{d} (by model)" for d in DIMENSION_COLOURS] + ["by domain"], fontsize=7,
-               loc="upper center", ncol=6, bbox_to_anchor=(0.5, 0.95), frameon=False)
+    handles += [plt.Line2D([], [], color="black", ls="--", lw=0.8), plt.Line2D([], [], color="black", ls=":", lw=1.0)]
+    fig.legend(handles, [f"{d} (by model)" for d in DIMENSION_COLOURS] + ["by domain", f"small ({small})",
+                                                                          f"large ({large})"], fontsize=7,
+               loc="upper center", ncol=8, bbox_to_anchor=(0.5, 0.95), frameon=False)
     fig.suptitle(f"Kruskal-Wallis epsilon^2 (dashed: {small} small, dotted: {large} large)", fontsize=9, y=0.99)
     fig.tight_layout(rect=(0, 0, 1, 0.9))
     _save(fig, outputs, provenance)
@@ -170,9 +182,9 @@ def model_domain_heatmaps(profiles: pd.DataFrame, outputs: Sequence[str], proven
         t = tables[d]
         im = ax.imshow(np.ma.masked_invalid(t.to_numpy(dtype=float)), cmap=cmap, vmin=-lim, vmax=lim, aspect="auto")
         ax.set_xticks(range(len(t.columns)))
-        ax.set_xticklabels([str(c)[:22] for c in t.columns], rotation=70, ha="right", fontsize=7)
+        ax.set_xticklabels([ellipsis(c, 22) for c in t.columns], rotation=70, ha="right", fontsize=7)
         ax.set_yticks(range(len(t.index)))
-        ax.set_yticklabels(list(t.index), fontsize=7)
+        ax.set_yticklabels([ellipsis(n, 28) for n in short_labels(list(t.index))], fontsize=7)
         ax.set_title(d)
     fig.colorbar(im, ax=axes[0].tolist(), label="mean z-score", shrink=0.8)
     fig.suptitle("Mean 5D-CP z-score per model x domain (blue below, red above the global mean; grey: no trace)",
@@ -187,7 +199,11 @@ def dunn_heatmap(dunn: pd.DataFrame, outputs: Sequence[str], provenance: str = "
     plt = _plt()
     if dunn.empty:
         return _empty(outputs, "Dunn post-hoc tests", "fewer than two models", provenance)
-    d = dunn.assign(pair=dunn["group_a"].astype(str) + " vs " + dunn["group_b"].astype(str))
+    models = sorted(set(dunn["group_a"].astype(str)) | set(dunn["group_b"].astype(str)))
+    labels = short_labels(models)  # the common prefix is dropped, and named in the title
+    prefix = models[0][: len(models[0]) - len(labels[0])] if labels != models else ""
+    short = dict(zip(models, (ellipsis(n, 24) for n in labels)))
+    d = dunn.assign(pair=dunn["group_a"].astype(str).map(short) + " vs " + dunn["group_b"].astype(str).map(short))
     targets = [t for t in list(METRIC_NAMES) + list(DIMENSIONS) if t in set(d["target"])]
     mat = d.pivot_table(index="pair", columns="target", values="p_adj").reindex(columns=targets)
     logp = -np.log10(np.clip(mat.to_numpy(dtype=float), 1e-300, 1.0))
@@ -203,7 +219,8 @@ def dunn_heatmap(dunn: pd.DataFrame, outputs: Sequence[str], provenance: str = "
     ax.set_yticks(range(len(mat)))
     ax.set_yticklabels(list(mat.index), fontsize=7)
     fig.colorbar(im, ax=ax, label="-log10 p (Bonferroni), capped at 10")
-    ax.set_title("Dunn post-hoc tests between models (*** p<0.001, ** p<0.01, * p<0.05)")
+    ax.set_title("Dunn post-hoc tests between models (*** p<0.001, ** p<0.01, * p<0.05)"
+                 + (f"\nmodel names without their common prefix {prefix!r}" if prefix else ""))
     _save(fig, outputs, provenance)
 
 
@@ -254,13 +271,23 @@ def cycle_distributions(cycles: pd.DataFrame, summary: pd.DataFrame, outputs: Se
         return _empty(outputs, "Directed cycles", "no analysed graphs", provenance)
     fig, axes = plt.subplots(1, 3, figsize=(12, 3.6))
     counts = full["n_cycles"].to_numpy(dtype=float)
-    bins = np.unique(np.concatenate([[0], np.logspace(0, np.log10(max(counts.max(), 1) + 1), 25)]).round())
-    axes[0].hist(counts + 0.5, bins=bins + 0.5, color="#0072B2", edgecolor="black", lw=0.3)
-    axes[0].set_xscale("log")
+    # symlog: 0 has its own bar at 0 (linear up to 1), counts >= 1 on log bins; a trace without a cycle is
+    # never drawn where a trace with one cycle would be
+    axes[0].set_xscale("symlog", linthresh=1, linscale=0.5)
+    zero = int((counts == 0).sum())
+    axes[0].bar([0], [zero], width=0.7, color="#dddddd", edgecolor="black", hatch="///", lw=0.3,
+                label=f"no cycle ({zero} traces)")
+    pos = counts[counts > 0]
+    if pos.size:
+        bins = np.unique(np.concatenate([[1], np.logspace(0, np.log10(pos.max() + 1), 25)]).round())
+        axes[0].hist(pos, bins=np.append(bins - 0.5, bins[-1] + 0.5), color="#0072B2", edgecolor="black", lw=0.3,
+                     label=">= 1 cycle")
     med = float(np.median(counts))
-    axes[0].axvline(med + 0.5, color="black", ls="--", lw=0.8)
+    axes[0].axvline(med, color="black", ls="--", lw=0.8, label=f"median {med:g}")
+    axes[0].set_xlim(-0.6, None)
+    axes[0].legend(fontsize=7)
     axes[0].set_title(f"Cycles per trace (median {med:g}; cap {cap:,}, {int(full['capped'].sum())} capped)")
-    axes[0].set_xlabel("simple cycles + 0.5 (log)")
+    axes[0].set_xlabel("simple cycles per trace (0, then log scale)")
     axes[0].set_ylabel("traces")
     models = summary[summary["model"] != "(all)"]
     subs = [s for s in ("full", "seq+synt", "elab+back") if s in set(models["subgraph"])]

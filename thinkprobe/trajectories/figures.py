@@ -39,8 +39,11 @@ def _pyplot():
 
 
 def _footer(fig, provenance: str) -> None:
+    """The provenance line, below everything drawn (tick labels included) so that it overlaps nothing."""
     if provenance:
-        fig.text(0.01, 0.005, provenance, fontsize=6, color="#555555", ha="left", va="bottom")
+        box = fig.get_tightbbox(fig.canvas.get_renderer())  # inches
+        fig.text(box.x0 / (fig.get_figwidth() or 1.0), box.y0 / (fig.get_figheight() or 1.0) - 0.01, provenance,
+                 fontsize=6, color="#555555", ha="left", va="top")
 
 
 def _save(fig, out_path: str, provenance: str) -> str:

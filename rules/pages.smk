@@ -1,0 +1,79 @@
+# Trace pages (`thinkprobe show` in the workflow): one self-contained HTML page per sampled unit, in the
+# report's category "Traces" (one subcategory per model) and linked from the metrics table. The sample is
+# fixed at planning (thinkprobe.view.workflow.page_units): the first `pages.per_model` units of each model
+# and, with `pages.trajectories`, every unit with an answer-distribution trajectory.
+
+from thinkprobe.view import workflow as _pages
+from thinkprobe.view.sources import page_modules as _page_modules
+
+PAGES = config["pages"]
+_TRAJ_UNITS = (
+    [UnitKey(m, q, qid, r) for (m, q, _b), qids in TRAJ_PLAN.batches.items() for qid in qids for r in TRAJ_PLAN.runs]
+    if TRAJ["enabled"] and PAGES["trajectories"]
+    else []
+)
+PAGE_UNITS = _pages.page_units([*PLAN.records, *COLLECT.units], PAGES["per_model"], _TRAJ_UNITS)
+PAGE_TARGETS = [_pages.page_file(u) for u in PAGE_UNITS] if PAGES["enabled"] else []
+MODEL_PAGES = [f"results/report/models/{m}.html" for m in MODELS]
+
+
+rule trace_pages:
+    input:
+        graphs=[f"results/graphs/{u}.json" for u in PAGE_UNITS],
+        metrics=[f"results/metrics/{u}.json" for u in PAGE_UNITS],
+        table="results/tables/metrics.parquet",
+        trajectories=TRAJ_PLAN.files("trajectories") if _TRAJ_UNITS else [],
+        continuations=TRAJ_PLAN.files("continuations") if _TRAJ_UNITS else [],
+    output:
+        [
+            report(
+                _pages.page_file(u),
+                caption="../workflow/report/trace_page.rst",
+                category="Traces",
+                subcategory=_pages.model_of(u),
+                labels={"model": _pages.model_of(u), "unit": u},
+            )
+            for u in PAGE_UNITS
+        ],
+    params:
+        units=PAGE_UNITS,
+        tau=TRAJ["tau"],
+        analysis=sections("input", "segmentation", "texttiling", "trajectory", "cross_segment", "classification",
+                          "metrics", "encoder"),
+        code=source_hash(sorted(set(_page_modules()) | set(script_modules(workflow.source_path("../workflow/scripts/trace_pages.py"))))),
+    log:
+        "results/logs/trace_pages.log",
+    localrule: True  # like the figures and report pages: no SLURM job of its own (a page costs milliseconds
+    # unless its trajectory's reasoning must be analysed anew, see thinkprobe.view.sources)
+    conda:
+        "../envs/cpu.yaml"
+    script:
+        "../workflow/scripts/trace_pages.py"
+
+
+rule model_summaries:
+    input:
+        profiles="results/tables/profiles.parquet",
+        exclusions="results/tables/exclusions.parquet",
+        traces="results/trajectories/traces.parquet" if TRAJ["enabled"] and TRAJ_TARGETS else [],
+    output:
+        [
+            report(
+                f"results/report/models/{m}.html",
+                caption="../workflow/report/model_summary.rst",
+                category="Models",
+                labels={"model": m},
+            )
+            for m in MODELS
+        ],
+    params:
+        models=MODELS,
+        pages={u: f"../../pages/{u}.html" for u in PAGE_UNITS} if PAGES["enabled"] else {},
+        code=source_hash(script_modules(workflow.source_path("../workflow/scripts/model_summaries.py"))),
+    log:
+        "results/logs/model_summaries.log",
+    localrule: True
+    conda:
+        "../envs/cpu.yaml"
+    script:
+        "../workflow/scripts/model_summaries.py"

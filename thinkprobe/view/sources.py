@@ -1,0 +1,204 @@
+"""What a trace page shows, gathered from a results folder (by unit id) or from one trace file.
+
+:func:`page_from_results` reads the workflow's per-unit files of one unit (``results/graphs/<unit>.json``,
+``results/metrics/<unit>.json``), the study's metrics table for the z-score reference, and, when the unit
+has an answer-distribution trajectory, its labelled record (``results/trajectories/<model>/<qset>/*.json``)
+and continuation document (``results/continuations/...``, for the checkpoints' character offsets).
+:func:`page_from_trace` analyses one trace of a trace file on the fly (the full pipeline) and shows it
+against the bundled reference.
+
+Both return a :class:`PageData`; :mod:`thinkprobe.view.page` turns it into HTML. The structure x dynamics
+intervals are computed with :func:`thinkprobe.trajectories.join.join_trace` on the graph the page shows,
+so what the page flags is what the join counts.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Mapping, Sequence
+
+from ..metrics import DIMENSIONS
+from ..units import UnitKey
+from .reference import bundled_reference, study_reference
+
+
+class ShowError(ValueError):
+    """The unit or trace cannot be shown; the message names the file or id."""
+
+
+@dataclass
+class PageData:
+    """Everything one trace page shows (see :func:`thinkprobe.view.page.render_page`)."""
+
+    title: str
+    unit: str
+    status: str = "ok"
+    reason: str | None = None
+    ids: dict[str, Any] = field(default_factory=dict)
+    graph: dict[str, Any] | None = None          # networkx node-link Thought Graph (nodes carry text, offsets)
+    metrics: dict[str, float] = field(default_factory=dict)
+    reference: dict[str, Any] | None = None       # {name, n, metrics: {m: {mean, sd}}}
+    dimensions: dict[str, Sequence[str]] = field(default_factory=lambda: dict(DIMENSIONS))
+    trajectory: dict[str, Any] | None = None      # see trajectory_view()
+    provenance: dict[str, Any] = field(default_factory=dict)
+
+
+def _read_json(path: Path) -> dict[str, Any]:
+    try:
+        with open(path, encoding="utf-8") as fh:
+            return json.load(fh)
+    except (OSError, ValueError) as exc:
+        raise ShowError(f"{path}: cannot read: {exc}") from exc
+
+
+def parse_unit(unit: str) -> UnitKey:
+    """``model/question_set/question_id/run`` -> a :class:`UnitKey` (the id a results folder files units by)."""
+    parts = unit.strip("/").split("/")
+    if len(parts) != 4 or not all(parts):
+        raise ShowError(f"{unit!r}: a unit id is model/question_set/question_id/run (or give a trace file)")
+    return UnitKey(*parts)
+
+
+def find_trajectory(results: Path, key: UnitKey) -> tuple[dict[str, Any], dict[str, Any]] | None:
+    """The labelled trajectory record and the continuation document of a unit, or None when it has none."""
+    folder = results / "trajectories" / key.model / key.question_set
+    for path in sorted(folder.glob("*.json")) if folder.is_dir() else []:
+        for rec in _read_json(path).get("records", []):
+            if [str(rec.get(k)) for k in ("model", "question_set", "question_id", "run")] == list(key.path.split("/")):
+                cont = results / "continuations" / key.model / key.question_set / path.name
+                for doc in _read_json(cont).get("documents", []) if cont.exists() else []:
+                    if doc and UnitKey(*(str(doc["unit"][k]) for k in ("model", "question_set", "question_id",
+                                                                       "run"))) == key:
+                        return rec, doc
+                raise ShowError(f"{cont}: no continuation document of {key.path} (its record is in {path})")
+    return None
+
+
+def trajectory_view(record: Mapping[str, Any], doc: Mapping[str, Any], graph: Mapping[str, Any] | None,
+                    tau: float = 0.8) -> dict[str, Any]:
+    """The trajectory part of a page: checkpoints (position, character offset, distribution), gold,
+    t_commit, mechanism (:func:`thinkprobe.trajectories.aggregates.trace_summary`) and the structure x
+    dynamics intervals flagged by a BACK, CRT or SYN unit (:func:`thinkprobe.trajectories.join.join_trace`)."""
+    from ..trajectories.aggregates import trace_summary
+    from ..trajectories.distributions import state_from_labels
+    from ..trajectories.join import join_trace
+
+    view: dict[str, Any] = {"status": record.get("status"), "reason": record.get("reason"),
+                            "gold": record.get("gold"), "task": record.get("task"), "checkpoints": [],
+                            "intervals": [], "tau": tau}
+    if record.get("status") != "ok":
+        return view
+    offsets = {c["checkpoint_index"]: c.get("char_offset") for c in doc.get("checkpoints", [])}
+    for c in sorted(record["checkpoints"], key=lambda c: c["checkpoint_index"]):
+        if c.get("labels"):
+            view["checkpoints"].append({"index": c["checkpoint_index"], "prefix_tokens": c.get("prefix_tokens"),
+                                        "char_offset": offsets.get(c["checkpoint_index"]),
+                                        "state": {("" if k is None else str(k)): v
+                                                  for k, v in state_from_labels(c["labels"]).items()}})
+    try:
+        row = trace_summary(record, tau=tau)
+    except ValueError as exc:
+        view["reason"] = str(exc)
+        return view
+    view.update({k: row.get(k) for k in ("mechanism", "t_commit", "t_commit_index", "committed_answer",
+                                         "correct", "endpoint_label", "switches", "path_length", "cot_tokens")})
+    if graph is not None and all(o is not None for o in offsets.values()):
+        view["intervals"] = [{"checkpoint_index": r["checkpoint_index"], "char_start": r["char_start"],
+                              "char_end": r["char_end"], "tv": r["tv"], "switch": r["switch"],
+                              "markers": [m for m in ("BACK", "CRT", "SYN") if r[m]]}
+                             for r in join_trace(record, offsets, graph)]
+    return view
+
+
+def graph_matches_text(graph: Mapping[str, Any], text: str) -> bool:
+    """Whether every node's offsets point at its own text in ``text`` (so checkpoint offsets align)."""
+    return all(text[n["start"]:n["end"]] == n["text"] for n in graph["nodes"])
+
+
+def analyse_text(trace, params, encoder=None) -> tuple[dict[str, Any] | None, dict[str, float], str | None]:
+    """The full pipeline on one :class:`~thinkprobe.traces.Trace`: (node-link graph, metrics, exclusion reason)."""
+    from ..encoder import load_encoder
+    from ..pipeline import analyze
+
+    encoder = encoder or load_encoder(params.encoder)
+    res = next(iter(analyze([trace], params, encoder, stage="full")))
+    if res.exclusion:
+        return None, {}, res.exclusion.reason
+    return res.graph.to_node_link(), dict(res.metrics), None
+
+
+def page_from_results(results: str | Path, unit: str, tau: float = 0.8, params=None,
+                      analyse: Callable | None = None) -> PageData:
+    """The page of one unit of a results folder.
+
+    When the unit has a trajectory whose reasoning text is not the text the workflow's graph was built on
+    (offsets would not align), the graph of the trajectory's reasoning is built on the fly (``params``: the
+    analysis parameters, default the paper's) so that checkpoints, units and flagged intervals agree.
+    """
+    results = Path(results)
+    key = parse_unit(unit)
+    gpath, mpath = results / "graphs" / f"{key.path}.json", results / "metrics" / f"{key.path}.json"
+    if not gpath.exists():
+        raise ShowError(f"{unit}: no graph file {gpath} (is {results} a thinkprobe results folder, and the unit "
+                        "in its study?)")
+    gdoc = _read_json(gpath)
+    mdoc = _read_json(mpath) if mpath.exists() else {}
+    table = results / "tables" / "metrics.parquet"
+    page = PageData(title=str(gdoc.get("trace_id") or key.path), unit=key.path,
+                    status=mdoc.get("status", gdoc["status"]), reason=mdoc.get("reason", gdoc.get("reason")),
+                    ids=dict(gdoc.get("ids") or key.as_dict()), graph=gdoc.get("graph"),
+                    metrics=dict(mdoc.get("metrics") or {}),
+                    reference=study_reference(table) if table.exists() else bundled_reference(),
+                    provenance={"graph": gdoc.get("provenance", {}), "metrics": mdoc.get("provenance", {})})
+    found = find_trajectory(results, key)
+    if found:
+        record, doc = found
+        text = (doc.get("reasoning") or {}).get("text")
+        graph = page.graph
+        if isinstance(text, str) and (graph is None or not graph_matches_text(graph, text)):
+            from ..params import Params
+            from ..traces import Trace
+
+            graph, metrics, reason = (analyse or analyse_text)(
+                Trace(key.path, text, key.model, key.question_id, key.run), params or Params())
+            page.graph, page.metrics = graph, metrics or page.metrics
+            page.provenance["note"] = ("graph and metrics of the trajectory's realized reasoning, analysed when "
+                                       "the page was built" + (f" (excluded: {reason})" if reason else ""))
+            if reason:
+                page.status, page.reason = "excluded", reason
+        page.trajectory = trajectory_view(record, doc, graph, tau)
+        page.provenance["trajectory"] = {"record": record.get("provenance", {}), "sampling": doc.get("sampling", {})}
+    return page
+
+
+def page_from_trace(path: str | Path, trace_id: str | None = None, params=None, encoder=None) -> PageData:
+    """The page of one trace of a trace file (the first, or ``trace_id``), analysed now."""
+    from ..outputs import provenance
+    from ..params import Params
+    from ..traces import Exclusion, read_traces
+
+    params = params or Params()
+    traces = list(read_traces([path], require_think=params.input.require_think))
+    chosen = [t for t in traces if trace_id is None or t.trace_id == trace_id]
+    if not chosen:
+        ids = ", ".join(t.trace_id for t in traces[:10])
+        raise ShowError(f"{path}: no trace {trace_id!r} (traces: {ids or 'none'})")
+    trace = chosen[0]
+    if isinstance(trace, Exclusion):
+        return PageData(title=trace.trace_id, unit=trace.trace_id, status="excluded", reason=trace.reason,
+                        reference=bundled_reference())
+    graph, metrics, reason = analyse_text(trace, params, encoder)
+    return PageData(title=trace.trace_id, unit=trace.trace_id, status="excluded" if reason else "ok", reason=reason,
+                    ids=trace.ids(), graph=graph, metrics=metrics, reference=bundled_reference(),
+                    provenance={"analysis": provenance(page_modules(), params.to_dict(), [path])})
+
+
+def page_modules() -> list[str]:
+    """The thinkprobe modules behind a page (derived from the imports, :mod:`thinkprobe.codedeps`)."""
+    from ..codedeps import used_modules
+
+    code = used_modules([("view.sources", "page_from_results"), ("view.sources", "page_from_trace"),
+                         ("view.page", "render_page")])
+    return sorted(set(code) | {"view/assets/page.css", "view/assets/page.js", "view/reference.json"})

@@ -1,0 +1,87 @@
+"""One summary page per model for the report: its 5D-CP, its trajectory mechanisms, its exclusions by reason.
+
+The profile is the model's row of ``results/tables/profiles.parquet`` (the mean 5D-CP of its traces, paper
+§3.5 eq. 1), drawn on the same fixed-scale radar as a trace page; the mechanism shares are those of its
+traces in ``results/trajectories/traces.parquet`` (paper App. B), when the study has trajectories; the
+exclusions are its rows of ``results/tables/exclusions.parquet`` counted by reason (the stage and the
+reason's text before its first colon, so that "missing: ..." units group together).
+"""
+
+from __future__ import annotations
+
+import html
+from typing import Any, Mapping, Sequence
+
+from ..metrics import DIMENSIONS
+from .svg import radar
+from .tables import STYLE, format_number
+
+
+def exclusion_reasons(exclusions, model: str):
+    """A model's exclusions counted by stage and reason (the reason's text up to its first colon)."""
+    import pandas as pd
+
+    rows = exclusions[exclusions["model"] == model]
+    if rows.empty:
+        return pd.DataFrame(columns=["stage", "reason", "units"])
+    kind = rows["reason"].fillna("").map(lambda r: r.split(":", 1)[0].strip() or "(no reason)")
+    out = rows.assign(kind=kind).groupby(["stage", "kind"], sort=True).size().rename("units").reset_index()
+    return out.rename(columns={"kind": "reason"}).sort_values("units", ascending=False, kind="stable")
+
+
+def mechanism_shares(traces, model: str) -> dict[str, float]:
+    """Share of each mechanism among a model's trajectory traces that have one (empty without)."""
+    if traces is None or traces.empty or "mechanism" not in traces.columns:
+        return {}
+    mech = traces.loc[traces["model"] == model, "mechanism"].dropna()
+    return {} if mech.empty else {str(k): float(v) for k, v in mech.value_counts(normalize=True).sort_index().items()}
+
+
+def _rows(table) -> str:
+    return "".join("<tr>" + "".join(f"<td>{html.escape(format_number(v) if isinstance(v, (int, float)) else str(v))}</td>"
+                                     for v in rec) + "</tr>" for rec in table.itertuples(index=False, name=None))
+
+
+def model_page(model: str, profiles, exclusions, traces=None, pages: Mapping[str, str] | None = None,
+               dimensions: Sequence[str] = tuple(DIMENSIONS)) -> str:
+    """The summary page of one model (see the module docstring)."""
+    prof = profiles[(profiles["level"] == "model") & (profiles["model"] == model)] if len(profiles) else profiles
+    parts = [f"<h2>Model {html.escape(model)}</h2>"]
+    if len(prof):
+        row = prof.iloc[0]
+        scores = {d: (float(row[d]) if d in row and row[d] == row[d] else None) for d in dimensions}
+        parts.append(f"<p>{int(row['n_traces'])} analysed traces. Mean 5D cognitive profile (mean z-score per "
+                     "dimension over the study's traces; rings z = -2 .. +2):</p>" + radar(scores))
+    else:
+        parts.append("<p>No analysed trace: no profile.</p>")
+    shares = mechanism_shares(traces, model)
+    if shares:
+        parts.append("<h3>Trajectory mechanisms</h3><table class='data'><thead><tr><th>mechanism</th><th>share</th>"
+                     "</tr></thead><tbody>" + "".join(f"<tr><td>{html.escape(k)}</td><td class='n'>{v:.0%}</td></tr>"
+                                                      for k, v in shares.items()) + "</tbody></table>")
+    reasons = exclusion_reasons(exclusions, model)
+    parts.append(f"<h3>Exclusions ({int(reasons['units'].sum()) if len(reasons) else 0} units)</h3>")
+    parts.append("<p>none</p>" if reasons.empty else
+                 "<table class='data'><thead><tr><th>stage</th><th>reason</th><th>units</th></tr></thead><tbody>"
+                 + _rows(reasons) + "</tbody></table>")
+    mine = {u: href for u, href in (pages or {}).items() if u.split("/")[0] == model}
+    if mine:
+        parts.append("<h3>Trace pages</h3><ul>" + "".join(
+            f"<li><a href='{html.escape(href, quote=True)}'>{html.escape(u)}</a></li>" for u, href in mine.items())
+            + "</ul>")
+    return (f"<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'><title>{html.escape(model)}</title>"
+            f"<style>{STYLE}</style></head><body>{''.join(parts)}</body></html>\n")
+
+
+def write_model_pages(models: Sequence[str], outputs: Sequence[str], profiles_path: str, exclusions_path: str,
+                      traces_path: str | None = None, pages: Mapping[str, str] | None = None) -> int:
+    """Write the summary page of each model to the matching output."""
+    import pandas as pd
+
+    from ..outputs import atomic_write_text
+
+    profiles, exclusions = pd.read_parquet(profiles_path), pd.read_parquet(exclusions_path)
+    traces: Any = pd.read_parquet(traces_path) if traces_path else None
+    for model, out in zip(models, outputs):
+        atomic_write_text(out, model_page(model, profiles, exclusions, traces, pages))
+    return len(outputs)

@@ -1,0 +1,10 @@
+"""Rule trace_pages: one self-contained HTML page per sampled unit (thinkprobe.view)."""
+
+from thinkprobe.stages.joblog import job_log
+
+with job_log(snakemake.log[0]) as log:
+    from thinkprobe.view.workflow import write_pages
+
+    counts = write_pages(snakemake.params.units, list(snakemake.output), "results", snakemake.params.analysis,
+                         snakemake.params.tau, log=log)
+    print(f"trace pages: {counts}", file=log)
