@@ -112,6 +112,9 @@ def build_parser() -> argparse.ArgumentParser:
     from .trajectories.cli import add_parser as _add_trajectory_parser
 
     _add_trajectory_parser(sub)
+    from .stats.summary import add_parser as _add_summary_parser
+
+    _add_summary_parser(sub)
     return parser
 
 
@@ -134,6 +137,10 @@ def main(argv: list[str] | None = None) -> int:
             from .trajectories.cli import run as cmd_trajectory
 
             return cmd_trajectory(args)
+        if args.command == "summary":
+            from .stats.summary import run_cli as cmd_summary
+
+            return cmd_summary(args)
         return cmd_ablate(args)
     except (ParamsError, EncoderError, LexiconError, OSError, ValueError) as exc:
         print(f"thinkprobe: error: {exc}", file=sys.stderr)

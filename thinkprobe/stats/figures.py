@@ -259,7 +259,13 @@ def cycle_distributions(cycles: pd.DataFrame, summary: pd.DataFrame, outputs: Se
     axes[0].set_xscale("log")
     med = float(np.median(counts))
     axes[0].axvline(med + 0.5, color="black", ls="--", lw=0.8)
-    axes[0].set_title(f"Cycles per trace (median {med:g}; cap {cap:,}, {int(full['capped'].sum())} capped)")
+    n_capped = int(full["capped"].sum())
+    bound = ">= " if n_capped else ""  # a census stopped at the cap counts at least that many: lower bounds
+    if n_capped:
+        axes[0].annotate(f"{n_capped} capped: >= {cap:,}", (cap + 0.5, 0), xytext=(0, 12),
+                         textcoords="offset points", ha="right", fontsize=7,
+                         arrowprops={"arrowstyle": "->", "lw": 0.6})
+    axes[0].set_title(f"Cycles per trace (median {bound}{med:g}; cap {cap:,}, {n_capped} capped)")
     axes[0].set_xlabel("simple cycles + 0.5 (log)")
     axes[0].set_ylabel("traces")
     models = summary[summary["model"] != "(all)"]

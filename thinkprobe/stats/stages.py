@@ -16,7 +16,7 @@ from ..units import unit_path
 
 COMMON = ["outputs", "profile", "metrics", "stats.stages"]
 MODULES: dict[str, list[str]] = {
-    "kruskal": COMMON + ["stats.discriminability"],
+    "kruskal": COMMON + ["stats.discriminability", "stats.permutation"],
     "dunn": COMMON + ["stats.posthoc"],
     "spearman": COMMON + ["stats.correlation"],
     "stability": COMMON + ["stats.stability"],
@@ -31,12 +31,31 @@ MODULES: dict[str, list[str]] = {
     "agreement": COMMON + ["stats.agreement", "pipeline", "segmentation", "texttiling", "encoder", "lexicon",
                            "text", "traces"],
     "pages": COMMON + ["stages.tables"],
+    "summary": COMMON + ["stats.summary", "stats.claims", "stats.paper"],
 }
+
+
+# the packages whose code computes the statistics: their versions go into every stats table's provenance,
+# so a rerun elsewhere can tell a changed number from a changed library
+STATS_PACKAGES = ("numpy", "scipy", "scikit-posthocs", "pandas", "networkx", "scikit-learn")
+
+
+def package_versions(names: Sequence[str] = STATS_PACKAGES) -> dict[str, str]:
+    """Installed version of each package (``"not installed"`` when absent)."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    out = {}
+    for name in names:
+        try:
+            out[name] = version(name)
+        except PackageNotFoundError:
+            out[name] = "not installed"
+    return out
 
 
 def _prov(kind: str, params: dict[str, Any], inputs: Sequence[str], source: str | None = None) -> dict[str, Any]:
     extra = {"source_provenance": read_table_metadata(source)} if source else {}
-    return provenance(MODULES[kind], params, list(inputs), **extra)
+    return provenance(MODULES[kind], params, list(inputs), packages=package_versions(), **extra)
 
 
 def _trace_level(profiles_path: str) -> pd.DataFrame:
@@ -45,14 +64,17 @@ def _trace_level(profiles_path: str) -> pd.DataFrame:
 
 
 def kruskal_stage(metrics_path: str, profiles_path: str, out_kruskal: str, out_ratio: str,
-                  groupings: Sequence[str]) -> pd.DataFrame:
-    """``kruskal.parquet`` (19 metrics + 5 dimensions x groupings) and ``model_vs_domain.parquet``."""
+                  groupings: Sequence[str], permutation: dict[str, Any] | None = None) -> pd.DataFrame:
+    """``kruskal.parquet`` (19 metrics + 5 dimensions x groupings, with each epsilon^2's permutation null
+    when ``permutation`` has B > 0) and ``model_vs_domain.parquet``."""
     from .discriminability import kruskal_table, model_over_domain
 
     metrics, traces = pd.read_parquet(metrics_path), _trace_level(profiles_path)
-    table = pd.concat([kruskal_table(metrics, METRIC_NAMES, groupings, "metric"),
-                       kruskal_table(traces, list(DIMENSIONS), groupings, "dimension")], ignore_index=True)
-    prov = _prov("kruskal", {"groupings": list(groupings)}, [metrics_path, profiles_path], metrics_path)
+    table = pd.concat([kruskal_table(metrics, METRIC_NAMES, groupings, "metric", permutation),
+                       kruskal_table(traces, list(DIMENSIONS), groupings, "dimension", permutation)],
+                      ignore_index=True)
+    prov = _prov("kruskal", {"groupings": list(groupings), "permutation": permutation},
+                 [metrics_path, profiles_path], metrics_path)
     write_table(out_kruskal, table, prov)
     write_table(out_ratio, model_over_domain(table), prov)
     return table
@@ -211,6 +233,18 @@ def agreement_stage(corpus_files: Sequence[str], analysis: dict[str, Any], toler
     table = agreement_table(list(corpus_files), Params.from_dict(analysis), tolerance=tolerance)
     write_table(out, table, _prov("agreement", {"analysis": analysis, "tolerance": tolerance}, corpus_files))
     return table
+
+
+def summary_stage(kruskal_path: str, out: str) -> str:
+    """``summary.md``: the results summary (:mod:`.summary`) of the tables beside ``kruskal_path``."""
+    from pathlib import Path
+
+    from ..outputs import atomic_write_bytes
+    from .summary import summary_text
+
+    text = summary_text(Path(kruskal_path).parent)
+    atomic_write_bytes(out, text.encode("utf-8"))
+    return text
 
 
 def table_pages(tables: dict[str, str], titles: dict[str, str], outputs: dict[str, str]) -> None:
