@@ -1,7 +1,7 @@
 """The study's results as Markdown, generated from the ``results/stats`` tables, beside the paper's.
 
     thinkprobe summary results/stats                    # prints it (the stats_summary rule writes summary.md)
-    thinkprobe summary results/stats --snapshot docs/results/<run> --command "snakemake ..."
+    thinkprobe summary results/stats --snapshot docs/results/<run> --run-command "snakemake ..."
     thinkprobe summary docs/results/<run> --readme README.md      # the README's results block, regenerated
 
 Nothing is re-estimated here: every cell is read from one of the tables the ``stats`` rules write, and
@@ -146,8 +146,9 @@ def _cycle_rows(t: dict[str, pd.DataFrame]) -> list[Row]:
         c = int(f.n_capped)
         capped = f"{c} capped: counts are lower bounds" if c else "none capped"
         rows.append(("cycles per trace (full graph)",
-                     f"median {_bound(f['median'], c)}, mean {_bound(f['mean'], c, 1)}, Q1-Q3 {_bound(f.q1, c)}-"
-                     f"{_bound(f.q3, c)}, max {_bound(f['max'], c)} ({capped}); median length {f.median_length:g}"
+                     f"median {_bound(f['median'], c)}, mean {_bound(f['mean'], c, 1)}, "
+                     + (f"Q1 {_bound(f.q1, c)}, Q3 {_bound(f.q3, c)}" if c else f"Q1-Q3 {f.q1:g}-{f.q3:g}")
+                     + f", max {_bound(f['max'], c)} ({capped}); median length {f.median_length:g}"
                      + (f" (seq+synt: {allc.loc['seq+synt', 'median_length']:g})" if "seq+synt" in allc.index else ""),
                      paper.COLUMN["cycle_counts"], "cycles_summary"))
     return rows
@@ -339,7 +340,8 @@ def add_parser(sub) -> None:
                                    "--readme rewrites every <!-- results: DIR --> block of a README from its DIR.")
     p.add_argument("stats_dir", nargs="?", default="results/stats", metavar="DIR")
     p.add_argument("--snapshot", metavar="DEST", help="copy the tables to DEST (new folder) with run.json")
-    p.add_argument("--command", default="", help="the command that produced the run (recorded in run.json)")
+    p.add_argument("--run-command", dest="run_command", default="",
+                   help="the command that produced the run (recorded in run.json)")
     p.add_argument("--readme", metavar="FILE", help="rewrite FILE's results blocks (DIR is then unused)")
 
 
@@ -349,7 +351,7 @@ def run_cli(args) -> int:
         print(f"{args.readme}: {n} results block(s) regenerated", file=sys.stderr)
         return 0
     if args.snapshot:
-        dest = snapshot(args.stats_dir, args.snapshot, args.command or "(not recorded)")
+        dest = snapshot(args.stats_dir, args.snapshot, args.run_command or "(not recorded)")
         print(f"snapshot: {dest}", file=sys.stderr)
         return 0
     print(summary_text(args.stats_dir), end="")
