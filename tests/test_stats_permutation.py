@@ -116,6 +116,12 @@ def test_model_vs_domain_compares_chance_corrected_values():
     assert not discriminability.model_over_domain(plain).iloc[0].model_dominates
 
 
+def test_a_prompt_in_two_domains_is_named():
+    with pytest.raises(ValueError, match="prompt 's/q1' has traces in two groups"):
+        permutation.epsilon2_null([1.0, 2, 3, 4], ["a", "a", "a", "b"], b=10, scheme="prompts",
+                                  prompts=["s\x1fq0", "s\x1fq0", "s\x1fq1", "s\x1fq1"])
+
+
 def test_constant_and_degenerate_targets():
     assert permutation.epsilon2_null([1.0] * 10, list("ab") * 5, b=20)["p_perm"] == 1.0
     assert np.isnan(permutation.epsilon2_null([1.0, 2.0, 3.0], ["a"] * 3, b=20)["epsilon2"])

@@ -151,7 +151,14 @@ def epsilon2_null(values: Sequence[float], groups: Sequence[object], b: int = 10
     ranks, c = _ranks(v)
     p_codes = None
     if prompts is not None:
-        p_codes, _ = pd.factorize(pd.Series(list(prompts), dtype=object)[ok].astype(str))
+        p_codes, p_names = pd.factorize(pd.Series(list(prompts), dtype=object)[ok].astype(str))
+        if scheme == "prompts":
+            mixed = pd.Series(codes).groupby(p_codes).nunique()
+            if (mixed > 1).any():
+                name = str(p_names[int(mixed[mixed > 1].index[0])]).replace("\x1f", "/")
+                raise ValueError(f"permutation scheme 'prompts': prompt {name!r} has traces in two groups "
+                                 f"({int((mixed > 1).sum())} such prompt(s)); the grouping is not a property of "
+                                 "the prompt: set stats.permutation_units to traces or within_prompts")
     h_obs = float(kruskal_h_batch(ranks, codes[None, :], k, c)[0])
     h_null = kruskal_h_batch(ranks, _cached_shuffles(codes, b, seed, scheme, p_codes), k, c)
     eps_null = h_null / (n - 1)
