@@ -10,6 +10,8 @@ STATS = config["stats"]
 # the 5D-CP dimension map (analysis.profile.dimensions) when the config has one; None: the default map
 DIMENSION_SPEC = (ANALYSIS.get("profile") or {}).get("dimensions")
 STATS_CODE = {name: source_hash(mods) for name, mods in _STATS_MODULES.items()}
+# each epsilon^2's permutation null (thinkprobe/stats/permutation.py): B shufflings, their seed, what moves
+STATS_PERMUTATION = {"B": STATS["permutations"], "seed": STATS["permutation_seed"], "units": STATS["permutation_units"]}
 # segmentation agreement needs the corpus's labelled steps: inputs read through the steering adapter
 AGREEMENT_FILES = sorted({e["path"] for e in config["inputs"] if e.get("adapter") == "steering-thinking-llms"})
 
@@ -79,8 +81,7 @@ rule stats_kruskal:
         ratio=STATS_TABLES["model_vs_domain"],
     params:
         groupings=STATS["groupings"],
-        permutation={"B": STATS["permutations"], "seed": STATS["permutation_seed"],
-                     "units": STATS["permutation_units"]},
+        permutation=STATS_PERMUTATION,
         code=STATS_CODE["kruskal"],
     log:
         "results/logs/stats/kruskal.log",
@@ -171,6 +172,7 @@ rule stats_confound:
     params:
         groupings=STATS["groupings"],
         dimensions=DIMENSION_SPEC,
+        permutation=STATS_PERMUTATION,
         code=STATS_CODE["confound"],
     log:
         "results/logs/stats/confound.log",

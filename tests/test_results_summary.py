@@ -58,7 +58,7 @@ def _tables(tmp_path: Path, *, capped: bool = False, efficiency_drop: bool = Tru
     d.mkdir(parents=True)
     k.to_parquet(d / "kruskal.parquet")
     discriminability.model_over_domain(k).to_parquet(d / "model_vs_domain.parquet")
-    le = confound.length_excluded_effects(metrics)
+    le = confound.length_excluded_effects(metrics, permutation=perm)
     if not efficiency_drop:  # make Efficiency's model epsilon^2 rise instead
         i = (le.dimension == "Efficiency") & (le.grouping == "model")
         le.loc[i, "epsilon2_excluded"] = le.loc[i, "epsilon2_full"] + 0.01
@@ -95,6 +95,9 @@ def test_summary_rows_name_their_tables_and_the_paper(tmp_path):
     assert "permutation null, B = 200" in text
     assert "| layer1+2 | 2 / 3 | 0.900 | 0.400 | 0.600 |" in text  # agreement means over the ok rows only
     assert "VIOLATED" not in text
+    le = pd.read_parquet(d / "length_excluded.parquet")
+    assert (le.epsilon2_excluded_corrected == le.epsilon2_excluded - le.epsilon2_null_mean_excluded).all()
+    assert "(App. G's main point; chance-corrected)?" in text
 
 
 def test_capped_cycle_counts_are_lower_bounds(tmp_path):

@@ -21,7 +21,7 @@ MODULES: dict[str, list[str]] = {
     "spearman": COMMON + ["stats.correlation"],
     "stability": COMMON + ["stats.stability"],
     "cycles": COMMON + ["stats.cycles", "stages.unitfiles"],
-    "confound": COMMON + ["stats.confound", "stats.discriminability"],
+    "confound": COMMON + ["stats.confound", "stats.discriminability", "stats.permutation"],
     "ablation": COMMON + ["stats.ablation", "pipeline", "segmentation", "texttiling", "graph", "encoder",
                           "lexicon", "text", "traces", "stages.unitfiles"],
     "sensitivity": COMMON + ["stats.sensitivity", "pipeline", "segmentation", "texttiling", "graph", "encoder",
@@ -137,16 +137,18 @@ def cycles_stage(graph_paths: Sequence[str], cap: int, out_cycles: str, out_summ
 
 
 def confound_stage(metrics_path: str, out_confound: str, out_excluded: str, groupings: Sequence[str],
-                   dimensions=None) -> pd.DataFrame:
-    """``length_confound.parquet`` (rho with length) and ``length_excluded.parquet`` (epsilon^2 changes)."""
+                   dimensions=None, permutation: dict[str, Any] | None = None) -> pd.DataFrame:
+    """``length_confound.parquet`` (rho with length) and ``length_excluded.parquet`` (epsilon^2 changes,
+    with the length-excluded values' permutation nulls when ``permutation`` has B > 0)."""
     from .confound import length_correlations, length_excluded_effects
 
     metrics = pd.read_parquet(metrics_path)
     rho = length_correlations(metrics)
     prov = _prov("confound", {"length": "AT", "excluded": ["AT", "ATU", "TPI"], "groupings": list(groupings),
-                              "dimensions": dimensions}, [metrics_path], metrics_path)
+                              "dimensions": dimensions, "permutation": permutation}, [metrics_path], metrics_path)
     write_table(out_confound, rho, prov)
-    write_table(out_excluded, length_excluded_effects(metrics, groupings, dimensions=dimensions), prov)
+    write_table(out_excluded, length_excluded_effects(metrics, groupings, dimensions=dimensions,
+                                                      permutation=permutation), prov)
     return rho
 
 
