@@ -315,12 +315,16 @@ def readme_blocks(text: str) -> list[tuple[str, str]]:
 
 
 def update_readme(readme: str | Path, root: str | Path = ".") -> int:
-    """Rewrite every results block of ``readme`` with the summary of its snapshot; the number rewritten."""
+    """Rewrite every results block of ``readme`` (and the snapshot's own ``summary.md``) with the summary of
+    its snapshot, as the current code renders it; returns the number of blocks."""
+    from ..outputs import atomic_write_bytes
+
     path = Path(readme)
     text = path.read_text(encoding="utf-8")
     blocks = readme_blocks(text)
     for folder, old in blocks:
         new = summary_text_rel(folder, root)
+        atomic_write_bytes(Path(root) / folder / "summary.md", new.encode("utf-8"))
         text = text.replace(f"<!-- results: {folder} -->\n{old}{END}", f"<!-- results: {folder} -->\n{new}{END}")
     path.write_text(text, encoding="utf-8")
     return len(blocks)
