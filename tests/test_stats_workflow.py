@@ -102,7 +102,8 @@ def test_rerun_does_nothing_and_a_stats_constant_reruns_only_its_rules(ran):
     assert counts == {"stats_cycles": 1, "stats_fig_cycles": 1, "stats_pages": 1, "stats_summary": 1, "stats": 1}
     cfg = write_config(ran, lambda c: c["stats"].update(permutation_seed=7))
     counts = job_counts(snakemake(ran, "stats", "-n", "--configfile", str(cfg)).stdout)
-    assert counts == {"stats_kruskal": 1, "stats_fig_effects": 1, "stats_pages": 1, "stats_summary": 1, "stats": 1}
+    assert counts == {"stats_kruskal": 1, "stats_fig_effects": 1, "stats_confound": 1, "stats_fig_length": 1,
+                      "stats_pages": 1, "stats_summary": 1, "stats": 1}
 
 
 def test_permutation_nulls_and_package_versions_in_the_tables(ran):
