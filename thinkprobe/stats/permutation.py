@@ -25,10 +25,10 @@ What moves under shuffling follows the study's design (``scheme``, config ``stat
 - ``traces``: every trace's label shuffled freely (the textbook test, exact when traces are independent).
 
 Cost. Ranks (average ranks for ties) and the tie correction are computed once per target; they do not
-change when labels move. Each shuffling is a row of a (B, n) label matrix, and the rank sums of all B
-shufflings are one ``numpy.bincount``, so a target costs O(B n) arithmetic and a sort of B x n keys
-(``bench/stats_bench.py`` measures it at corpus scale). The same seed gives the same shufflings for every
-target with the same rows, so the nulls of two targets are comparable.
+change when labels move. The B shufflings are drawn once per grouping (one sort of B x n random keys) and
+kept as a sparse (B k) x n group-indicator matrix, so the rank sums of all B shufflings of a target are one
+sparse matrix-vector product, O(B n) (``bench/stats_bench.py`` measures it at corpus scale). The same seed
+gives the same shufflings for every target with the same rows, so the nulls of two targets are comparable.
 """
 
 from __future__ import annotations
@@ -43,6 +43,32 @@ PROMPT_COLUMNS = ("question_set", "question_id")
 NULL_COLUMNS = ["permutation", "B", "epsilon2_null_mean", "epsilon2_null_p95", "p_perm", "epsilon2_corrected"]
 
 
+class Design:
+    """The B shufflings of one grouping as a sparse (B k) x n indicator matrix and the group sizes: the rank
+    sums of every shuffling are then one sparse matrix-vector product, for any target with these rows."""
+
+    def __init__(self, labels: np.ndarray, k: int):
+        from scipy.sparse import csr_matrix
+
+        b, n = labels.shape
+        rows = (labels.astype(np.int64) + (np.arange(b, dtype=np.int64) * k)[:, None]).ravel()
+        cols = np.tile(np.arange(n, dtype=np.int64), b)
+        self.n, self.k, self.b = n, k, b
+        self.indicator = csr_matrix((np.ones(b * n), (rows, cols)), shape=(b * k, n))
+        self.sizes = np.bincount(rows, minlength=b * k).reshape(b, k)
+
+    def h(self, ranks: np.ndarray, tie_correction: float) -> np.ndarray:
+        """Kruskal-Wallis H under every shuffling (:func:`kruskal_h_batch`)."""
+        sums = (self.indicator @ ranks).reshape(self.b, self.k)
+        return _h_from_sums(sums, self.sizes, self.n, tie_correction)
+
+
+def _h_from_sums(sums: np.ndarray, sizes: np.ndarray, n: int, tie_correction: float) -> np.ndarray:
+    with np.errstate(divide="ignore", invalid="ignore"):
+        terms = np.where(sizes > 0, sums * sums / np.where(sizes > 0, sizes, 1), 0.0)
+    return (12.0 / (n * (n + 1)) * terms.sum(axis=1) - 3.0 * (n + 1)) / tie_correction
+
+
 def kruskal_h_batch(ranks: np.ndarray, labels: np.ndarray, k: int, tie_correction: float) -> np.ndarray:
     """Kruskal-Wallis H of one vector of ``ranks`` under each row of ``labels`` (B x n codes in 0..k-1).
 
@@ -50,15 +76,7 @@ def kruskal_h_batch(ranks: np.ndarray, labels: np.ndarray, k: int, tie_correctio
     group g and C = 1 - sum(t^3 - t) / (n^3 - n) the tie correction (Kruskal & Wallis 1952); groups of a
     row that hold no trace add nothing.
     """
-    b, n = labels.shape
-    offset = (np.arange(b, dtype=np.int64) * k)[:, None]
-    flat = (labels.astype(np.int64) + offset).ravel()
-    sums = np.bincount(flat, weights=np.broadcast_to(ranks, labels.shape).ravel(), minlength=b * k).reshape(b, k)
-    sizes = np.bincount(flat, minlength=b * k).reshape(b, k)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        terms = np.where(sizes > 0, sums * sums / np.where(sizes > 0, sizes, 1), 0.0)
-    h = 12.0 / (n * (n + 1)) * terms.sum(axis=1) - 3.0 * (n + 1)
-    return h / tie_correction
+    return Design(labels, k).h(ranks, tie_correction)
 
 
 def _ranks(values: np.ndarray) -> tuple[np.ndarray, float]:
@@ -109,18 +127,18 @@ def shuffled_labels(codes: np.ndarray, b: int, seed: int, scheme: str = "traces"
     return table[:, prompts]
 
 
-_SHUFFLES: dict[tuple, np.ndarray] = {}
+_DESIGNS: dict[tuple, Design] = {}
 
 
-def _cached_shuffles(codes: np.ndarray, b: int, seed: int, scheme: str, prompts: np.ndarray | None) -> np.ndarray:
-    """:func:`shuffled_labels`, drawn once for every target with the same rows and labels (the common case:
-    the 24 targets of one grouping), so a target costs only its ranks and one bincount."""
-    key = (codes.tobytes(), None if prompts is None else np.asarray(prompts).tobytes(), b, seed, scheme)
-    if key not in _SHUFFLES:
-        if len(_SHUFFLES) >= 4:
-            _SHUFFLES.pop(next(iter(_SHUFFLES)))
-        _SHUFFLES[key] = shuffled_labels(codes, b, seed, scheme, prompts)
-    return _SHUFFLES[key]
+def _cached_design(codes: np.ndarray, k: int, b: int, seed: int, scheme: str, prompts: np.ndarray | None) -> Design:
+    """The :class:`Design` of :func:`shuffled_labels`, drawn once for every target with the same rows and
+    labels (the common case: the 24 targets of one grouping), so a target costs its ranks and one product."""
+    key = (codes.tobytes(), None if prompts is None else np.asarray(prompts).tobytes(), k, b, seed, scheme)
+    if key not in _DESIGNS:
+        if len(_DESIGNS) >= 4:
+            _DESIGNS.pop(next(iter(_DESIGNS)))
+        _DESIGNS[key] = Design(shuffled_labels(codes, b, seed, scheme, prompts), k)
+    return _DESIGNS[key]
 
 
 def epsilon2_null(values: Sequence[float], groups: Sequence[object], b: int = 1000, seed: int = 42,
@@ -159,8 +177,9 @@ def epsilon2_null(values: Sequence[float], groups: Sequence[object], b: int = 10
                 raise ValueError(f"permutation scheme 'prompts': prompt {name!r} has traces in two groups "
                                  f"({int((mixed > 1).sum())} such prompt(s)); the grouping is not a property of "
                                  "the prompt: set stats.permutation_units to traces or within_prompts")
-    h_obs = float(kruskal_h_batch(ranks, codes[None, :], k, c)[0])
-    h_null = kruskal_h_batch(ranks, _cached_shuffles(codes, b, seed, scheme, p_codes), k, c)
+    sums = np.bincount(codes, weights=ranks, minlength=k)[None, :]
+    h_obs = float(_h_from_sums(sums, np.bincount(codes, minlength=k)[None, :], n, c)[0])
+    h_null = _cached_design(codes, k, b, seed, scheme, p_codes).h(ranks, c)
     eps_null = h_null / (n - 1)
     eps = h_obs / (n - 1)
     tol = 1e-9 * max(1.0, abs(h_obs))  # the same arrangement recomputed must count as "as large"
@@ -171,10 +190,10 @@ def epsilon2_null(values: Sequence[float], groups: Sequence[object], b: int = 10
 
 def prompt_ids(table: pd.DataFrame) -> pd.Series | None:
     """One prompt id per row: ``question_set`` and ``question_id`` joined (None when the table has neither)."""
-    cols = [c for c in PROMPT_COLUMNS if c in table.columns]
-    if "question_id" not in cols:
+    if "question_id" not in table.columns:
         return None
-    return table[cols].astype(str).agg("\x1f".join, axis=1)
+    qid = table["question_id"].astype(str)
+    return table["question_set"].astype(str) + "\x1f" + qid if "question_set" in table.columns else qid
 
 
 def null_columns(table: pd.DataFrame, target: str, grouping: str, b: int, seed: int, scheme: str) -> dict:
