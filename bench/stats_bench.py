@@ -35,6 +35,9 @@ def main(results: str = "results") -> None:
     profiles = pd.read_parquet(res / "tables" / "profiles.parquet")
     traces = profiles[profiles.level == "trace"]
     rows: list[tuple[str, float]] = []
+    import scikit_posthocs  # noqa: F401  imported before timing, so no row includes an import
+    import scipy.stats  # noqa: F401
+
     timed("kruskal (19 metrics + 5 dims x 2 groupings)", lambda: (
         discriminability.kruskal_table(metrics, METRIC_NAMES),
         discriminability.kruskal_table(traces, list(DIMENSIONS), kind="dimension")), rows)
