@@ -56,11 +56,11 @@ def _subparsers(parser: argparse.ArgumentParser) -> dict[str, argparse.ArgumentP
     return dict(action.choices)
 
 
-def test_subcommands_are_the_five_documented_ones():
-    assert set(_subparsers(build_parser())) == {"analyze", "profile", "ablate", "agree", "trajectory"}
+def test_subcommands_are_the_six_documented_ones():
+    assert set(_subparsers(build_parser())) == {"analyze", "profile", "ablate", "agree", "trajectory", "summary"}
 
 
-@pytest.mark.parametrize("command", [None, "analyze", "profile", "ablate", "agree", "trajectory"])
+@pytest.mark.parametrize("command", [None, "analyze", "profile", "ablate", "agree", "trajectory", "summary"])
 def test_help_exits_0_and_documents_every_option(command):
     parser = build_parser()
     target = parser if command is None else _subparsers(parser)[command]

@@ -342,7 +342,8 @@ def add_parser(sub) -> None:
                        description="Prints the results summary of a statistics folder (results/stats or a snapshot "
                                    "under docs/results/<run>). --snapshot copies its small tables with run.json; "
                                    "--readme rewrites every <!-- results: DIR --> block of a README from its DIR.")
-    p.add_argument("stats_dir", nargs="?", default="results/stats", metavar="DIR")
+    p.add_argument("stats_dir", nargs="?", default="results/stats", metavar="DIR",
+                   help="a statistics folder: results/stats (default) or a snapshot docs/results/<run>")
     p.add_argument("--snapshot", metavar="DEST", help="copy the tables to DEST (new folder) with run.json")
     p.add_argument("--run-command", dest="run_command", default="",
                    help="the command that produced the run (recorded in run.json)")
