@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import json
 import re
-import shutil
 import subprocess
 import sys
 from datetime import datetime, timezone
@@ -278,19 +277,43 @@ def summary_text(stats_dir: str | Path) -> str:
     return markdown(load_tables(stats_dir), read_run(stats_dir), str(stats_dir))
 
 
+def compact_provenance(block: Any, limit: int = 20) -> Any:
+    """``block`` with every ``inputs`` map of more than ``limit`` files replaced by its file count and one
+    sha256 over its sorted ``path sha256`` lines: the provenance of a study table names hundreds of unit
+    files, which would make a snapshot megabytes; the digest still identifies exactly the same inputs."""
+    import hashlib
+
+    if isinstance(block, dict):
+        out = {}
+        for key, value in block.items():
+            if key == "inputs" and isinstance(value, dict) and len(value) > limit:
+                lines = "\n".join(f"{p} {h}" for p, h in sorted(value.items()))
+                out[key] = {"n_files": len(value), "sha256_of_sorted_lines": hashlib.sha256(lines.encode()).hexdigest()}
+            else:
+                out[key] = compact_provenance(value, limit)
+        return out
+    if isinstance(block, list):
+        return [compact_provenance(v, limit) for v in block]
+    return block
+
+
 def snapshot(stats_dir: str | Path, dest: str | Path, command: str, name: str | None = None) -> Path:
-    """Copy the :data:`SNAPSHOT_TABLES` of ``stats_dir`` to ``dest`` with ``run.json`` (name, commit, date,
-    command) and ``summary.md``. An existing snapshot is never overwritten."""
+    """Copy the :data:`SNAPSHOT_TABLES` of ``stats_dir`` to ``dest`` (provenance compacted:
+    :func:`compact_provenance`) with ``run.json`` (name, commit, date, command) and ``summary.md``. An
+    existing snapshot is never overwritten."""
     from ..outputs import atomic_write_bytes
 
     src, dest = Path(stats_dir), Path(dest)
     if dest.exists() and any(dest.iterdir()):
         raise FileExistsError(f"{dest}: a snapshot is already there (choose a new run name)")
     load_tables(src)  # refuses a folder without the tables
+    from ..outputs import read_table_metadata, write_table
+
     dest.mkdir(parents=True, exist_ok=True)
     for n in SNAPSHOT_TABLES:
         if (src / f"{n}.parquet").exists():
-            shutil.copyfile(src / f"{n}.parquet", dest / f"{n}.parquet")
+            write_table(dest / f"{n}.parquet", pd.read_parquet(src / f"{n}.parquet"),
+                        compact_provenance(read_table_metadata(src / f"{n}.parquet")))
     try:
         commit = subprocess.run(["git", "rev-parse", "--short=12", "HEAD"], capture_output=True, text=True,
                                 check=True).stdout.strip()
