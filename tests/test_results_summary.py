@@ -149,3 +149,13 @@ def test_snapshot_and_cli(tmp_path):
     assert "stale" not in text and summary.readme_blocks(text)[0][1] == summary.summary_text_rel("docs/run1", tmp_path)
     with pytest.raises(FileNotFoundError, match="no kruskal.parquet"):
         summary.load_tables(tmp_path)
+
+
+def test_snapshot_provenance_keeps_a_digest_of_many_inputs():
+    many = {f"results/graphs/m/q{i}.json": f"{i:064x}" for i in range(30)}
+    block = {"params": {"seed": 42}, "inputs": many, "source_provenance": {"inputs": {"a": "1"}}}
+    out = summary.compact_provenance(block)
+    assert out["params"] == {"seed": 42} and out["source_provenance"]["inputs"] == {"a": "1"}
+    assert out["inputs"]["n_files"] == 30 and len(out["inputs"]["sha256_of_sorted_lines"]) == 64
+    changed = dict(many, **{"results/graphs/m/q0.json": "f" * 64})
+    assert summary.compact_provenance({"inputs": changed})["inputs"] != out["inputs"]
