@@ -4,11 +4,14 @@
 # editing thinkprobe/stats/cycles.py reruns the cycle census and its figure, nothing else.
 
 from thinkprobe.stats.stages import MODULES as _STATS_MODULES
+from thinkprobe.stats.summary import SNAPSHOT_TABLES as _SUMMARY_TABLES
 
 STATS = config["stats"]
 # the 5D-CP dimension map (analysis.profile.dimensions) when the config has one; None: the default map
 DIMENSION_SPEC = (ANALYSIS.get("profile") or {}).get("dimensions")
 STATS_CODE = {name: source_hash(mods) for name, mods in _STATS_MODULES.items()}
+# each epsilon^2's permutation null (thinkprobe/stats/permutation.py): B shufflings, their seed, what moves
+STATS_PERMUTATION = {"B": STATS["permutations"], "seed": STATS["permutation_seed"], "units": STATS["permutation_units"]}
 # segmentation agreement needs the corpus's labelled steps: inputs read through the steering adapter
 AGREEMENT_FILES = sorted({e["path"] for e in config["inputs"] if e.get("adapter") == "steering-thinking-llms"})
 
@@ -63,6 +66,7 @@ STATS_FIGURE_OPTIONS = {"effects": ["effect_small", "effect_large"], "cycles": [
 
 STATS_TARGETS = (
     list(STATS_TABLES.values())
+    + ["results/stats/summary.md"]
     + [f"results/figures/stats_{name}.{ext}" for name in STATS_FIGURES for ext in ("png", "pdf")]
     + [f"results/report/stats/{name}.html" for name in STATS_TABLES]
 )
@@ -77,6 +81,7 @@ rule stats_kruskal:
         ratio=STATS_TABLES["model_vs_domain"],
     params:
         groupings=STATS["groupings"],
+        permutation=STATS_PERMUTATION,
         code=STATS_CODE["kruskal"],
     log:
         "results/logs/stats/kruskal.log",
@@ -167,6 +172,7 @@ rule stats_confound:
     params:
         groupings=STATS["groupings"],
         dimensions=DIMENSION_SPEC,
+        permutation=STATS_PERMUTATION,
         code=STATS_CODE["confound"],
     log:
         "results/logs/stats/confound.log",
@@ -318,3 +324,19 @@ rule stats:
     input:
         STATS_TARGETS,
     localrule: True
+
+
+rule stats_summary:
+    input:
+        **{name: path for name, path in STATS_TABLES.items() if name in _SUMMARY_TABLES},
+    output:
+        "results/stats/summary.md",
+    params:
+        code=STATS_CODE["summary"],
+    log:
+        "results/logs/stats/summary.log",
+    localrule: True
+    conda:
+        "../envs/cpu.yaml"
+    script:
+        "../workflow/scripts/stats_summary.py"

@@ -57,10 +57,10 @@ def _subparsers(parser: argparse.ArgumentParser) -> dict[str, argparse.ArgumentP
 
 
 def test_subcommands_are_the_documented_ones():
-    assert set(_subparsers(build_parser())) == {"analyze", "profile", "ablate", "agree", "trajectory", "plan", "show"}
+    assert set(_subparsers(build_parser())) == {"analyze", "profile", "ablate", "agree", "trajectory", "plan", "show", "summary"}
 
 
-@pytest.mark.parametrize("command", [None, "analyze", "profile", "ablate", "agree", "trajectory", "plan", "show"])
+@pytest.mark.parametrize("command", [None, "analyze", "profile", "ablate", "agree", "trajectory", "plan", "show", "summary"])
 def test_help_exits_0_and_documents_every_option(command):
     parser = build_parser()
     target = parser if command is None else _subparsers(parser)[command]

@@ -99,16 +99,31 @@ def test_rerun_does_nothing_and_a_stats_constant_reruns_only_its_rules(ran):
     assert job_counts(snakemake(ran, "stats", "-n").stdout) == {}
     cfg = write_config(ran, lambda c: c["stats"].update(cycle_cap=50))
     counts = job_counts(snakemake(ran, "stats", "-n", "--configfile", str(cfg)).stdout)
-    assert counts == {"stats_cycles": 1, "stats_fig_cycles": 1, "stats_pages": 1, "stats": 1}
+    assert counts == {"stats_cycles": 1, "stats_fig_cycles": 1, "stats_pages": 1, "stats_summary": 1, "stats": 1}
+    cfg = write_config(ran, lambda c: c["stats"].update(permutation_seed=7))
+    counts = job_counts(snakemake(ran, "stats", "-n", "--configfile", str(cfg)).stdout)
+    assert counts == {"stats_kruskal": 1, "stats_fig_effects": 1, "stats_confound": 1, "stats_fig_length": 1,
+                      "stats_pages": 1, "stats_summary": 1, "stats": 1}
+
+
+def test_permutation_nulls_and_package_versions_in_the_tables(ran):
+    kruskal = pd.read_parquet(ran / "results/stats/kruskal.parquet")
+    assert (kruskal["B"] == 1000).all() and kruskal["p_perm"].between(1 / 1001, 1).all()
+    units = dict(zip(kruskal.grouping, kruskal.permutation))
+    assert units == {"model": "within_prompts", "domain": "prompts"}
+    meta = read_table_metadata(ran / "results/stats/kruskal.parquet")
+    assert meta["params"]["permutation"]["seed"] == 42
+    assert {"numpy", "scipy", "scikit-posthocs"} <= set(meta["packages"])
+    assert meta["packages"]["scipy"][0].isdigit()
 
 
 def test_headline_summary_reads_the_tables(ran):
-    from thinkprobe.stats.summary import headline, markdown
+    from thinkprobe.stats.summary import headline, load_tables, summary_text
 
-    rows = headline(ran / "results" / "stats")
+    rows = headline(load_tables(ran / "results" / "stats"))
     findings = [r[0] for r in rows]
     assert "metrics discriminating models at p < 0.001" in findings and "traces with a directed cycle" in findings
     kruskal = pd.read_parquet(ran / "results/stats/kruskal.parquet")
     n_sig = int(((kruskal.kind == "metric") & (kruskal.grouping == "model") & (kruskal.p < 0.001)).sum())
     assert rows[0][1].startswith(f"{n_sig} / 19")
-    assert markdown(rows).count("\n") == len(rows) + 1
+    assert (ran / "results/stats/summary.md").read_text() == summary_text(ran / "results" / "stats")

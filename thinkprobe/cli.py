@@ -119,6 +119,10 @@ def build_parser() -> argparse.ArgumentParser:
     from .view.cli import add_parser as _add_show_parser
 
     _add_params_options(_add_show_parser(sub))
+
+    from .stats.summary import add_parser as _add_summary_parser
+
+    _add_summary_parser(sub)
     return parser
 
 
@@ -149,6 +153,11 @@ def main(argv: list[str] | None = None) -> int:
             from .generate.plan_cli import run as cmd_plan
 
             return cmd_plan(args)
+
+        if args.command == "summary":
+            from .stats.summary import run_cli as cmd_summary
+
+            return cmd_summary(args)
         return cmd_ablate(args)
     except (ParamsError, EncoderError, LexiconError, OSError, ValueError) as exc:
         print(f"thinkprobe: error: {exc}", file=sys.stderr)

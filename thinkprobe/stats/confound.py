@@ -22,6 +22,7 @@ from .discriminability import kruskal_wallis
 CONFOUND_COLUMNS = ["metric", "rho", "p", "n", "length"]
 EXCLUDED_COLUMNS = ["dimension", "grouping", "epsilon2_full", "epsilon2_excluded", "delta", "relative_change",
                     "p_full", "p_excluded", "n"]
+NULL_EXCLUDED_COLUMNS = ["epsilon2_null_mean_excluded", "epsilon2_excluded_corrected"]
 
 
 def length_correlations(metrics: pd.DataFrame, length: str = "AT",
@@ -46,11 +47,18 @@ def length_correlations(metrics: pd.DataFrame, length: str = "AT",
 
 
 def length_excluded_effects(metrics: pd.DataFrame, groupings: Sequence[str] = ("model", "domain"),
-                            exclude: Sequence[str] = LENGTH_METRICS, dimensions=None) -> pd.DataFrame:
+                            exclude: Sequence[str] = LENGTH_METRICS, dimensions=None,
+                            permutation: dict | None = None) -> pd.DataFrame:
     """epsilon^2 per dimension and grouping under the full and the length-excluded 5D-CP.
 
-    ``dimensions``: the dimension map (``analysis.profile.dimensions``; None: the default).
+    ``dimensions``: the dimension map (``analysis.profile.dimensions``; None: the default). ``permutation``
+    (as in :func:`.discriminability.kruskal_table`, B > 0) adds the length-excluded epsilon^2's permutation
+    null mean and its chance-corrected value, so App. G's model-vs-domain comparison can be made on values
+    that do not favour the grouping with more levels (:mod:`.permutation`).
     """
+    from .permutation import null_columns
+
+    b_perm = int((permutation or {}).get("B", 0))
     full, _ = trace_profiles(metrics, dimensions=dimensions)
     reduced, _ = trace_profiles(metrics, tuple(exclude), dimensions=dimensions)
     rows = []
@@ -63,7 +71,13 @@ def length_excluded_effects(metrics: pd.DataFrame, groupings: Sequence[str] = ("
             e_full = a["epsilon2"] if a else float("nan")
             e_red = b["epsilon2"] if b else float("nan")
             rel = (e_red - e_full) / e_full if e_full and np.isfinite(e_full) else float("nan")
-            rows.append({"dimension": dim, "grouping": grouping, "epsilon2_full": e_full, "epsilon2_excluded": e_red,
-                         "delta": e_red - e_full, "relative_change": rel, "p_full": a["p"] if a else float("nan"),
-                         "p_excluded": b["p"] if b else float("nan"), "n": a["n"] if a else 0})
-    return pd.DataFrame(rows, columns=EXCLUDED_COLUMNS)
+            row = {"dimension": dim, "grouping": grouping, "epsilon2_full": e_full, "epsilon2_excluded": e_red,
+                   "delta": e_red - e_full, "relative_change": rel, "p_full": a["p"] if a else float("nan"),
+                   "p_excluded": b["p"] if b else float("nan"), "n": a["n"] if a else 0}
+            if b_perm > 0 and dim in reduced:
+                null = null_columns(reduced, dim, grouping, b_perm, int(permutation.get("seed", 42)),
+                                    (permutation.get("units") or {}).get(grouping, "traces"))
+                row.update(epsilon2_null_mean_excluded=null["epsilon2_null_mean"],
+                           epsilon2_excluded_corrected=null["epsilon2_corrected"])
+            rows.append(row)
+    return pd.DataFrame(rows, columns=EXCLUDED_COLUMNS + (NULL_EXCLUDED_COLUMNS if b_perm > 0 else []))

@@ -8,7 +8,10 @@ Enumeration uses ``networkx.simple_cycles`` (Johnson's algorithm: time O((V + E)
 stopped after ``cap`` cycles (config ``stats.cycle_cap``). The number of simple cycles of a dense
 digraph grows exponentially with its size, so without a cap one pathological graph could stall a job;
 with it, the work per trace is bounded by about ``cap * (V + E)``. A capped trace reports ``n_cycles =
-cap`` and ``capped = True``: its count is a lower bound, and the summaries say how many traces were capped.
+cap`` and ``capped = True``: its count is a lower bound, and the summaries say how many traces were capped;
+when any trace of a group was capped, that group's count statistics (mean, quantiles, max, total) are lower
+bounds too (``counts_are_lower_bounds``), and the figure and the results summary print them with ">=".
+Prevalence is exact either way (a capped trace has a cycle); cycle lengths are those of the cycles found.
 
 Subgraphs (the paper's decomposition): ``full`` (every edge type), ``seq+synt`` (SEQ and SYNT edges only)
 and ``elab+back`` (ELAB and BACK only). The paper reports cycles arising from SYNT arcs closing over the
@@ -32,7 +35,7 @@ CYCLE_COLUMNS = ["trace_id", "model", "question_set", "question_id", "run", "dom
                  "n_arcs", "n_cycles", "capped", "has_cycle", "mean_length", "median_length", "max_length",
                  "length_counts"]
 SUMMARY_COLUMNS = ["model", "subgraph", "n_traces", "prevalence", "mean", "median", "q1", "q3", "max",
-                   "n_capped", "n_cycles_total", "median_length"]
+                   "n_capped", "n_cycles_total", "median_length", "counts_are_lower_bounds"]
 
 
 def simple_cycles(n_nodes: int, edges: Iterable[tuple[int, int, str]], edge_types: Iterable[str] | None = None,
@@ -98,7 +101,8 @@ def cycle_summary(cycles: pd.DataFrame) -> pd.DataFrame:
                          "median": float(np.median(counts)), "q1": float(np.percentile(counts, 25)),
                          "q3": float(np.percentile(counts, 75)), "max": float(counts.max()),
                          "n_capped": int(grp["capped"].sum()), "n_cycles_total": int(counts.sum()),
-                         "median_length": _median_from_counts(hist)})
+                         "median_length": _median_from_counts(hist),
+                         "counts_are_lower_bounds": bool(grp["capped"].any())})
     return pd.DataFrame(rows, columns=SUMMARY_COLUMNS)
 
 

@@ -68,12 +68,18 @@ def bonferroni(p: Iterable[float], m: int | None = None) -> np.ndarray:
 
 
 def kruskal_table(table: pd.DataFrame, targets: Sequence[str], groupings: Sequence[str] = ("model", "domain"),
-                  kind: str = "metric") -> pd.DataFrame:
+                  kind: str = "metric", permutation: dict | None = None) -> pd.DataFrame:
     """One row per target and grouping: ``target, kind, grouping, H, p, n, k, epsilon2, p_bonferroni``.
 
     Groupings absent from ``table`` (or with every label empty) are skipped. Bonferroni runs over the
-    targets of one grouping.
+    targets of one grouping. ``permutation`` (``{"B": 1000, "seed": 42, "units": {"model":
+    "within_prompts", "domain": "prompts"}}``, config ``stats.permutations``, ``permutation_seed`` and
+    ``permutation_units``) adds each epsilon^2's permutation null (:mod:`.permutation`):
+    ``permutation, B, epsilon2_null_mean, epsilon2_null_p95, p_perm, epsilon2_corrected``.
     """
+    from .permutation import NULL_COLUMNS, null_columns
+
+    b = int((permutation or {}).get("B", 0))
     rows = []
     for grouping in groupings:
         if grouping not in table.columns:
@@ -84,17 +90,28 @@ def kruskal_table(table: pd.DataFrame, targets: Sequence[str], groupings: Sequen
         for target in targets:
             if target not in table.columns:
                 continue
-            rows.append({"target": target, "kind": kind, "grouping": grouping,
-                         **kruskal_wallis(table[target], table[grouping])})
-    out = pd.DataFrame(rows, columns=KRUSKAL_COLUMNS[:-1])
+            row = {"target": target, "kind": kind, "grouping": grouping,
+                   **kruskal_wallis(table[target], table[grouping])}
+            if b > 0:
+                scheme = (permutation.get("units") or {}).get(grouping, "traces")
+                row.update(null_columns(table, target, grouping, b, int(permutation.get("seed", 42)), scheme))
+            rows.append(row)
+    out = pd.DataFrame(rows, columns=KRUSKAL_COLUMNS[:-1] + (NULL_COLUMNS if b > 0 else []))
     out["p_bonferroni"] = np.nan
     for grouping, idx in out.groupby("grouping").groups.items():
         out.loc[idx, "p_bonferroni"] = bonferroni(out.loc[idx, "p"])
-    return out[KRUSKAL_COLUMNS]
+    return out[KRUSKAL_COLUMNS + (NULL_COLUMNS if b > 0 else [])]
 
 
 def model_over_domain(kruskal: pd.DataFrame) -> pd.DataFrame:
-    """Per target: epsilon^2 by model, by domain, and their ratio (model / domain; inf when domain is 0)."""
+    """Per target: epsilon^2 by model, by domain, and their ratio (model / domain; inf when domain is 0).
+
+    The paper compares uncorrected epsilon^2 (``epsilon2_model``, ``epsilon2_domain``, ``ratio``,
+    ``model_dominates_uncorrected``: kept for comparison). Uncorrected values favour the grouping with more
+    levels (chance alone gives about (k - 1) / (n - 1)), so when ``kruskal`` carries permutation nulls
+    ``model_dominates`` compares the chance-corrected values ``corrected_model`` and ``corrected_domain``
+    (epsilon^2 minus its null mean, :mod:`.permutation`); without them it is the uncorrected comparison.
+    """
     wide = kruskal.pivot_table(index=["target", "kind"], columns="grouping", values="epsilon2", sort=False)
     out = pd.DataFrame({"target": [t for t, _ in wide.index], "kind": [k for _, k in wide.index]})
     model = wide["model"].to_numpy(dtype=float) if "model" in wide else np.full(len(wide), np.nan)
@@ -104,5 +121,13 @@ def model_over_domain(kruskal: pd.DataFrame) -> pd.DataFrame:
     with np.errstate(divide="ignore", invalid="ignore"):
         out["ratio"] = np.where(domain > 0, model / np.where(domain > 0, domain, 1.0),
                                 np.where(model > 0, np.inf, np.nan))
-    out["model_dominates"] = out["epsilon2_model"] > out["epsilon2_domain"]
+    out["model_dominates_uncorrected"] = out["epsilon2_model"] > out["epsilon2_domain"]
+    if "epsilon2_corrected" in kruskal.columns:
+        corr = kruskal.pivot_table(index=["target", "kind"], columns="grouping", values="epsilon2_corrected",
+                                   sort=False, dropna=False).reindex(wide.index)
+        for g in ("model", "domain"):
+            out[f"corrected_{g}"] = corr[g].to_numpy(dtype=float) if g in corr else np.nan
+        out["model_dominates"] = out["corrected_model"] > out["corrected_domain"]
+    else:
+        out["model_dominates"] = out["model_dominates_uncorrected"]
     return out

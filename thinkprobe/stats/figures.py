@@ -283,10 +283,16 @@ def cycle_distributions(cycles: pd.DataFrame, summary: pd.DataFrame, outputs: Se
         axes[0].hist(pos, bins=np.append(bins - 0.5, bins[-1] + 0.5), color="#0072B2", edgecolor="black", lw=0.3,
                      label=">= 1 cycle")
     med = float(np.median(counts))
-    axes[0].axvline(med, color="black", ls="--", lw=0.8, label=f"median {med:g}")
+    n_capped = int(full["capped"].sum())
+    bound = ">= " if n_capped else ""  # a census stopped at the cap counts at least that many: lower bounds
+    axes[0].axvline(med, color="black", ls="--", lw=0.8, label=f"median {bound}{med:g}")
+    if n_capped:
+        axes[0].annotate(f"{n_capped} capped: >= {cap:,}", (cap, 0), xytext=(0, 12),
+                         textcoords="offset points", ha="right", fontsize=7,
+                         arrowprops={"arrowstyle": "->", "lw": 0.6})
     axes[0].set_xlim(-0.6, None)
     axes[0].legend(fontsize=7)
-    axes[0].set_title(f"Cycles per trace (median {med:g}; cap {cap:,}, {int(full['capped'].sum())} capped)")
+    axes[0].set_title(f"Cycles per trace (median {bound}{med:g}; cap {cap:,}, {n_capped} capped)")
     axes[0].set_xlabel("simple cycles per trace (0, then log scale)")
     axes[0].set_ylabel("traces")
     models = summary[summary["model"] != "(all)"]

@@ -20,13 +20,32 @@ from ..units import unit_path
 ENTRIES = {"kruskal": "kruskal_stage", "dunn": "dunn_stage", "spearman": "spearman_stage",
            "stability": "stability_stage", "cycles": "cycles_stage", "confound": "confound_stage",
            "ablation": "ablation_stage", "sensitivity": "sensitivity_stage", "robustness": "robustness_stage",
-           "figures": "draw", "agreement": "agreement_stage", "pages": "table_pages"}
+           "figures": "draw", "agreement": "agreement_stage", "pages": "table_pages",
+           "summary": "summary_stage"}
 MODULES: dict[str, list[str]] = {kind: stage_modules("stats.stages", entry) for kind, entry in ENTRIES.items()}
+
+
+# the packages whose code computes the statistics: their versions go into every stats table's provenance,
+# so a rerun elsewhere can tell a changed number from a changed library
+STATS_PACKAGES = ("numpy", "scipy", "scikit-posthocs", "pandas", "networkx", "scikit-learn")
+
+
+def package_versions(names: Sequence[str] = STATS_PACKAGES) -> dict[str, str]:
+    """Installed version of each package (``"not installed"`` when absent)."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    out = {}
+    for name in names:
+        try:
+            out[name] = version(name)
+        except PackageNotFoundError:
+            out[name] = "not installed"
+    return out
 
 
 def _prov(kind: str, params: dict[str, Any], inputs: Sequence[str], source: str | None = None) -> dict[str, Any]:
     extra = {"source_provenance": read_table_metadata(source)} if source else {}
-    return provenance(MODULES[kind], params, list(inputs), **extra)
+    return provenance(MODULES[kind], params, list(inputs), packages=package_versions(), **extra)
 
 
 def _trace_level(profiles_path: str) -> pd.DataFrame:
@@ -35,14 +54,17 @@ def _trace_level(profiles_path: str) -> pd.DataFrame:
 
 
 def kruskal_stage(metrics_path: str, profiles_path: str, out_kruskal: str, out_ratio: str,
-                  groupings: Sequence[str]) -> pd.DataFrame:
-    """``kruskal.parquet`` (19 metrics + 5 dimensions x groupings) and ``model_vs_domain.parquet``."""
+                  groupings: Sequence[str], permutation: dict[str, Any] | None = None) -> pd.DataFrame:
+    """``kruskal.parquet`` (19 metrics + 5 dimensions x groupings, with each epsilon^2's permutation null
+    when ``permutation`` has B > 0) and ``model_vs_domain.parquet``."""
     from .discriminability import kruskal_table, model_over_domain
 
     metrics, traces = pd.read_parquet(metrics_path), _trace_level(profiles_path)
-    table = pd.concat([kruskal_table(metrics, METRIC_NAMES, groupings, "metric"),
-                       kruskal_table(traces, list(DIMENSIONS), groupings, "dimension")], ignore_index=True)
-    prov = _prov("kruskal", {"groupings": list(groupings)}, [metrics_path, profiles_path], metrics_path)
+    table = pd.concat([kruskal_table(metrics, METRIC_NAMES, groupings, "metric", permutation),
+                       kruskal_table(traces, list(DIMENSIONS), groupings, "dimension", permutation)],
+                      ignore_index=True)
+    prov = _prov("kruskal", {"groupings": list(groupings), "permutation": permutation},
+                 [metrics_path, profiles_path], metrics_path)
     write_table(out_kruskal, table, prov)
     write_table(out_ratio, model_over_domain(table), prov)
     return table
@@ -105,16 +127,18 @@ def cycles_stage(graph_paths: Sequence[str], cap: int, out_cycles: str, out_summ
 
 
 def confound_stage(metrics_path: str, out_confound: str, out_excluded: str, groupings: Sequence[str],
-                   dimensions=None) -> pd.DataFrame:
-    """``length_confound.parquet`` (rho with length) and ``length_excluded.parquet`` (epsilon^2 changes)."""
+                   dimensions=None, permutation: dict[str, Any] | None = None) -> pd.DataFrame:
+    """``length_confound.parquet`` (rho with length) and ``length_excluded.parquet`` (epsilon^2 changes,
+    with the length-excluded values' permutation nulls when ``permutation`` has B > 0)."""
     from .confound import length_correlations, length_excluded_effects
 
     metrics = pd.read_parquet(metrics_path)
     rho = length_correlations(metrics)
     prov = _prov("confound", {"length": "AT", "excluded": ["AT", "ATU", "TPI"], "groupings": list(groupings),
-                              "dimensions": dimensions}, [metrics_path], metrics_path)
+                              "dimensions": dimensions, "permutation": permutation}, [metrics_path], metrics_path)
     write_table(out_confound, rho, prov)
-    write_table(out_excluded, length_excluded_effects(metrics, groupings, dimensions=dimensions), prov)
+    write_table(out_excluded, length_excluded_effects(metrics, groupings, dimensions=dimensions,
+                                                      permutation=permutation), prov)
     return rho
 
 
@@ -201,6 +225,18 @@ def agreement_stage(corpus_files: Sequence[str], analysis: dict[str, Any], toler
     table = agreement_table(list(corpus_files), Params.from_dict(analysis), tolerance=tolerance)
     write_table(out, table, _prov("agreement", {"analysis": analysis, "tolerance": tolerance}, corpus_files))
     return table
+
+
+def summary_stage(kruskal_path: str, out: str) -> str:
+    """``summary.md``: the results summary (:mod:`.summary`) of the tables beside ``kruskal_path``."""
+    from pathlib import Path
+
+    from ..outputs import atomic_write_bytes
+    from .summary import summary_text
+
+    text = summary_text(Path(kruskal_path).parent)
+    atomic_write_bytes(out, text.encode("utf-8"))
+    return text
 
 
 def table_pages(tables: dict[str, str], titles: dict[str, str], outputs: dict[str, str]) -> None:

@@ -6,5 +6,5 @@ with job_log(snakemake.log[0]) as log:
     from thinkprobe.stats.stages import confound_stage
 
     table = confound_stage(snakemake.input[0], snakemake.output.confound, snakemake.output.excluded,
-                           snakemake.params.groupings, snakemake.params.dimensions)
+                           snakemake.params.groupings, snakemake.params.dimensions, snakemake.params.permutation)
     print(f"stats_confound: {len(table)} metric(s)", file=log)
