@@ -76,12 +76,7 @@ if __name__ == "__main__":  # vLLM spawns workers that re-import this file
         rows.append(("onnxruntime providers", ", ".join(providers)))
 
     # ---- 1. GPU encoding against the CPU ONNX encoder ----
-    def sentences(n: int) -> list[str]:
-        subjects = ["The model", "A careful reader", "The proof", "Our estimate", "The second approach", "This bound"]
-        verbs = ["suggests", "contradicts", "refines", "depends on", "simplifies", "revisits"]
-        objects = ["the earlier claim", "a hidden assumption", "the boundary case", "the sum over all terms",
-                   "the answer from step three", "an unexpected symmetry"]
-        return [f"{subjects[i % 6]} {verbs[(i // 6) % 6]} {objects[(i // 36) % 6]} (case {i})." for i in range(n)]
+    from gpu_encoder_check import _sentences as sentences  # the same sentences as the encoder check
 
     def timed(encoder, texts):
         encoder.backend.encode(texts[:32])  # warm-up (CUDA kernels, allocator, ONNX session)

@@ -17,6 +17,8 @@ import pytest
 from thinkprobe.generate.engine import EngineError, SamplingSpec, open_engine
 from thinkprobe.generate.faults import TransientFailures
 
+from .test_trajectory_sampling import Chars as _SamplingChars
+
 KEY = "sk-thinkprobe-hostile-3c1d"
 
 
@@ -189,19 +191,8 @@ def test_malformed_replies_are_per_prompt_errors(peers, monkeypatch):
 
 # ---------------------------------------------------------------- transient faults in the stores
 
-class Chars:
-    """One token per character (the realized traces below are written in it)."""
-
-    special_tokens_map: dict = {}
-
-    def decode(self, ids, skip_special_tokens=False):
-        return "".join(map(chr, ids))
-
-    def encode(self, text, add_special_tokens=False):
-        return [ord(c) for c in text]
-
-    def get_vocab(self):
-        return {chr(i): i for i in range(256)}
+class Chars(_SamplingChars):
+    """One token per character (the realized traces below are written in it), with a vocabulary size."""
 
     def __len__(self):
         return 0x110000

@@ -75,26 +75,13 @@ class StudyPlan:
     def by_rule(self) -> list[Row]:
         out: dict[str, Row] = {}
         for r in self.rows:
-            agg = out.setdefault(r.rule, Row(r.rule))
-            agg.units += r.units
-            agg.jobs += r.jobs
-            agg.slurm_jobs += r.slurm_jobs
-            agg.gpus_per_job = max(agg.gpus_per_job, r.gpus_per_job)
-            agg.tokens += r.tokens
-            agg.job_hours += r.job_hours
-            agg.gpu_hours += r.gpu_hours
+            _accumulate(out.setdefault(r.rule, Row(r.rule)), r)
         return list(out.values())
 
     def total(self) -> Row:
         t = Row("total")
         for r in self.rows:
-            t.units += r.units
-            t.jobs += r.jobs
-            t.slurm_jobs += r.slurm_jobs
-            t.gpus_per_job = max(t.gpus_per_job, r.gpus_per_job)
-            t.tokens += r.tokens
-            t.job_hours += r.job_hours
-            t.gpu_hours += r.gpu_hours
+            _accumulate(t, r)
         return t
 
     def tokens(self, rule: str) -> float:
@@ -224,6 +211,17 @@ def reasoning_tokens(unit_file: Path) -> int | None:
     if doc.get("status") != "ok" or not isinstance(ids, list) or not response:
         return None
     return round(len(ids) * min(1.0, len(text) / len(response)))
+
+
+def _accumulate(into: Row, row: Row) -> None:
+    """Add ``row``'s counts to ``into`` (GPUs per job: the largest)."""
+    into.units += row.units
+    into.jobs += row.jobs
+    into.slurm_jobs += row.slurm_jobs
+    into.gpus_per_job = max(into.gpus_per_job, row.gpus_per_job)
+    into.tokens += row.tokens
+    into.job_hours += row.job_hours
+    into.gpu_hours += row.gpu_hours
 
 
 def plan_study(config: Mapping[str, Any], base: str | Path = ".", results: str | Path = "results") -> StudyPlan:

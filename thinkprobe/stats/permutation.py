@@ -151,7 +151,7 @@ def epsilon2_null(values: Sequence[float], groups: Sequence[object], b: int = 10
 
     >>> r = epsilon2_null([1, 2, 3, 4, 5, 6, 7, 8], list("aaaabbbb"), b=200, seed=1)
     >>> round(r["epsilon2"], 4), r["p_perm"] < 0.05
-    (0.5833, True)
+    (0.7619, True)
     """
     v = pd.to_numeric(pd.Series(list(values)), errors="coerce").to_numpy(dtype=float)
     g = pd.Series(list(groups), dtype=object)
