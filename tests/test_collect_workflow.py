@@ -136,9 +136,13 @@ def test_collection_config_errors_and_gpu_requests(tmp_path):
     assert proc.returncode != 0 and "models.smollm2.backend" in proc.stdout + proc.stderr
 
     cfg = _config()
-    cfg["models"]["big"] = {"backend": "vllm", "path": "some/folder", "device": "gpu", "gpu_model": "a100",
+    from thinkprobe.generate.models import local_model_folder
+
+    big = local_model_folder("smollm2")  # a real model folder (config, tokenizer with its chat template) on GPUs
+    cfg["models"]["big"] = {"backend": "vllm", "path": str(big), "device": "gpu", "gpu_model": "a100",
                             "engine": {"tensor_parallel_size": 4}}
     cfg["collection"]["jobs"].append({"model": "big", "question_set": "tiny"})
+    cfg.setdefault("resources", {})["gpus_per_node"] = 4
     wd = make_workdir(tmp_path / "gpu", cfg)
     out = snakemake(wd, "-n", "results/collect/big/tiny/c0000.json", "results/collect/smollm2/tiny/c0000.json").stdout
     jobs = out.split("rule collect:")[1:]
