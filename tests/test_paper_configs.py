@@ -118,18 +118,19 @@ def test_trajectories_paper_dry_run(tmp_path):
     full.write_text(yaml.safe_dump(local))
     wd = make_workdir(tmp_path / "wd", yaml.safe_load((REPO / "config" / "config.yaml").read_text()))
 
-    # the planner on the full study: every model x benchmark, 24 fetches (16 models + 8 temperature variants)
+    # the planner on the full study: every model x benchmark, 16 fetches; the temperature comparison's two
+    # decodings are sampled for its 4 models on GSM8K only (trajectories.decodings scoped to them)
     planned = _plan_jobs([paper, full], wd)
-    assert planned["fetch_model"] == 24
-    assert planned["collect"] == 16 * (7 + 5 + 6 + 6) + 8 * 7  # ceil(1319, 1000, 1187, 1172 / 200) per model
-    assert planned["traj_sample"] == 24 * (7 + 5 + 6 + 6)
+    assert planned["fetch_model"] == 16
+    assert planned["collect"] == 16 * (7 + 5 + 6 + 6)  # ceil(1319, 1000, 1187, 1172 / 200) per model
+    assert planned["traj_sample"] == 16 * (7 + 5 + 6 + 6) + 4 * 2 * 7
 
     limited = tmp_path / "first-20.yaml"
     limited.write_text(yaml.safe_dump({"question_sets": {name: {**spec, "limit": 20}
                                                          for name, spec in local["question_sets"].items()}}))
     out = _dry_run(wd, paper, full, limited).stdout
     counts = job_counts(out)
-    expected = {"fetch_model": 24, "collect": 16 * 4 + 8, "traj_sample": 24 * 4, "traj_label": 24 * 4,
+    expected = {"fetch_model": 16, "collect": 16 * 4, "traj_sample": 16 * 4 + 4 * 2, "traj_label": 16 * 4 + 4 * 2,
                 "traj_tables": 1, "traj_join": 1}
     assert {k: counts.get(k) for k in expected} == expected, counts
     jobs = _jobs(out)

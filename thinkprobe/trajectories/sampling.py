@@ -57,6 +57,24 @@ ESTIMATORS = ("full", "forced")
 MODULES = stage_modules("trajectories.sampling", "sample_traces")  # derived: thinkprobe.codedeps
 
 
+
+# Keys of a `trajectories.decodings` entry that say where it applies rather than how to sample.
+DECODING_SCOPE = ("models", "question_sets")
+
+
+def decoding_sampling(spec: Mapping[str, Any] | None) -> dict[str, Any]:
+    """The sampling parameters of a decoding condition (its scope keys left out)."""
+    return {k: v for k, v in (spec or {}).items() if k not in DECODING_SCOPE}
+
+
+def decoding_applies(spec: Mapping[str, Any] | None, model: str, question_set: str) -> bool:
+    """Whether a decoding condition is sampled for ``model`` x ``question_set``: a matched comparison needs
+    its conditions only where its pairs are (the paper's temperature comparison: four models, GSM8K), so a
+    decoding may name the models and question sets it is for; unnamed means all."""
+    spec = spec or {}
+    return all(not spec.get(key) or name in spec[key]
+               for key, name in (("models", model), ("question_sets", question_set)))
+
 @dataclass(frozen=True)
 class SamplingConfig:
     """Everything that decides which continuations are sampled (the store is keyed by its hash).
@@ -103,7 +121,7 @@ class SamplingConfig:
         if decoding != "default" and "decodings" in cfg:
             if decoding not in (cfg["decodings"] or {}):
                 raise ValueError(f"trajectories.decodings: no decoding named {decoding!r}")
-            s.update(cfg["decodings"][decoding] or {})
+            s.update(decoding_sampling(cfg["decodings"][decoding]))
         st = cfg.get("stopping") or {}
         rule = (StoppingRule(**{k: st[k] for k in ("min_n", "round_size", "alpha", "threshold") if k in st})
                 if st.get("enabled") else None)

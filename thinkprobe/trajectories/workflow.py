@@ -26,7 +26,7 @@ from ..units import unit_path
 from .checkpoints import RealizedTrace, TraceError, realized_from_unit
 from .labelling import label_document
 from .sampling import MODULES as SAMPLING_MODULES
-from .sampling import SamplingConfig, sample_traces
+from .sampling import SamplingConfig, decoding_applies, decoding_sampling, sample_traces
 
 # The code behind each rule, derived from what its function really uses (thinkprobe.codedeps): its
 # provenance's source hash and the rule's `code` param, so editing a module reruns exactly these rules.
@@ -78,10 +78,17 @@ class TrajectoryPlan:
                 qs = qs[: self.traj["questions_limit"]]
             self.questions[qset] = {q.id: {"task": q.task, "gold": q.gold} for q in qs}
         size = self.traj["batch_questions"]
-        self.decodings = ["default", *sorted(self.traj.get("decodings") or {})]
+        specs = self.traj.get("decodings") or {}
+        for name, spec in specs.items():
+            for key, known in (("models", self.models), ("question_sets", self.traj["question_sets"])):
+                unknown = [x for x in (spec or {}).get(key) or [] if x not in known]
+                if unknown:
+                    raise PlanError(f"trajectories.decodings.{name}.{key}: {unknown} not in trajectories.{key}")
+        self.decodings = ["default", *sorted(specs)]
         self.batches = {(m, qset, batch_id(k // size, d)): list(qids)[k:k + size]
                         for m in self.models for qset, qids in self.questions.items()
-                        for d in self.decodings for k in range(0, len(qids), size)}
+                        for d in self.decodings if d == "default" or decoding_applies(specs[d], m, qset)
+                        for k in range(0, len(qids), size)}
 
     def trace_files(self, model: str, qset: str, batch: str) -> list[str]:
         return [f"results/traces/{model}/{qset}/{q}/{r}.json"
@@ -99,7 +106,7 @@ class TrajectoryPlan:
         out = {k: self.traj[k] for k in ("n", "stride", "estimator", "sampling", "forced", "stopping",
                                          "max_reasoning_tokens", "prefixes_per_call", "stop") if k in self.traj}
         if decoding != "default":
-            out["sampling"] = {**out["sampling"], **(self.traj["decodings"][decoding] or {})}
+            out["sampling"] = {**out["sampling"], **decoding_sampling(self.traj["decodings"][decoding])}
             out["decoding"] = decoding
         return out
 
