@@ -73,7 +73,11 @@ def test_a_changed_sampling_parameter_is_refused_before_any_job(tmp_path):
         assert _sha(batch) == before
         # a changed model path: refused too
         cfg4 = copy.deepcopy(cfg)
-        cfg4["models"]["smollm2"]["path"] = "another-folder"
+        cfg4["models"]["smollm2"]["path"] = "another-folder"  # another model folder (this release checks it exists)
+        if not (wd / "another-folder").exists():
+            from thinkprobe.generate.models import local_model_folder
+
+            (wd / "another-folder").symlink_to(local_model_folder("smollm2"), target_is_directory=True)
         (wd / "config/config.yaml").write_text(yaml.safe_dump(cfg4, sort_keys=False))
         proc = snakemake(wd, "-n", "trajectories", check=False)
         assert proc.returncode != 0 and "(the model changed)" in proc.stdout + proc.stderr
