@@ -262,3 +262,12 @@ def test_bad_parameter_exits_2_through_the_entry_point():
 def test_missing_path_exits_2_naming_it(argv, capsys):
     assert main(argv) == 2
     assert "/nonexistent/traces.jsonl" in capsys.readouterr().err
+
+
+def test_help_imports_no_heavy_library():
+    """Registering every subcommand (what `thinkprobe --help` does) imports no pandas, numpy or scipy: each
+    subcommand imports its libraries when it runs (bench/loop_bench.py measures the start-up time)."""
+    code = ("import sys; from thinkprobe.cli import build_parser; build_parser(); "
+            "print(','.join(sorted(m for m in ('pandas', 'numpy', 'scipy', 'torch', 'vllm') if m in sys.modules)))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=REPO)
+    assert out.stdout.strip() == "", f"heavy libraries imported by the CLI's parser: {out.stdout.strip()}"

@@ -120,7 +120,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     _add_params_options(_add_show_parser(sub))
 
-    from .stats.summary import add_parser as _add_summary_parser
+    from .stats.summary_cli import add_parser as _add_summary_parser
 
     _add_summary_parser(sub)
     return parser
@@ -155,7 +155,7 @@ def main(argv: list[str] | None = None) -> int:
             return cmd_plan(args)
 
         if args.command == "summary":
-            from .stats.summary import run_cli as cmd_summary
+            from .stats.summary_cli import run_cli as cmd_summary
 
             return cmd_summary(args)
         return cmd_ablate(args)
