@@ -23,10 +23,11 @@ TRAJ_TARGETS = TRAJ_PLAN.targets()
 from thinkprobe import protect as _protect
 from thinkprobe.trajectories.sampling import SamplingConfig as _SamplingConfig
 
-_TRAJ_IDENTITY = {m: _protect.identity(_SamplingConfig.from_config(TRAJ_PLAN.sampling()).as_dict(), cfg)
-                  for m, cfg in TRAJ_PLAN.models.items()}
-_overwrites = _protect.changed({f"results/continuations/{m}/{q}/{b}.json": _TRAJ_IDENTITY[m]
-                                for m, q, b in TRAJ_PLAN.batches})
+# each batch under its own decoding's settings (a b0000-<decoding> batch records that decoding's identity)
+_overwrites = _protect.changed({
+    f"results/continuations/{m}/{q}/{b}.json":
+        _protect.identity(_SamplingConfig.from_config(TRAJ_PLAN.sampling(b)).as_dict(), TRAJ_PLAN.models[m])
+    for m, q, b in TRAJ_PLAN.batches})
 if _overwrites and not config["overwrite_protected"]:
     raise WorkflowError(_protect.refusal(_overwrites))
 TRAJ_CODE = {

@@ -100,3 +100,30 @@ def test_identity_ignores_tuning_knobs_and_names_changes(tmp_path):
     assert protect.changed({str(f): protect.identity(SamplingConfig(n=5, max_tokens=96).as_dict(), model)}) == [
         (str(f), "the sampling settings")]
     assert protect.changed({str(tmp_path / "absent.json"): ident}) == []
+    # a hub model's id or pinned revision names other weights: a changed model (its folder is the cache's)
+    hub = {"name": "m", "backend": "vllm", "hub_id": "org/m", "revision": "v1"}
+    protect.record(f, protect.identity(base, hub))
+    for other in ({**hub, "revision": "v2"}, {**hub, "hub_id": "org/n"}):
+        assert protect.changed({str(f): protect.identity(base, other)}) == [(str(f), "the model")]
+
+
+def test_a_decoding_batch_is_compared_with_its_own_decoding(tmp_path):
+    """A ``b0000-<decoding>`` batch records its decoding's settings: planning again with the same config
+    passes; changing that decoding's temperature is refused, naming the batch."""
+    cfg = default_config()
+    cfg["trajectories"]["decodings"] = {"t02": {"temperature": 0.2}}
+    wd = make_workdir(tmp_path / "wd", cfg)
+    full = validate_config(copy.deepcopy(cfg), load_schema(REPO / "config" / "schema.yaml"))
+    plan = TrajectoryPlan(full, base=wd)
+    sampling = SamplingConfig.from_config(plan.sampling("b0000-t02")).as_dict()
+    path = wd / BATCH.replace("b0000", "b0000-t02")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps({"documents": [], "stats": {}}))
+    protect.record(path, protect.identity(sampling, plan.models["smollm2"]))
+    same = snakemake(wd, "-n", "trajectories", check=False)
+    assert same.returncode == 0 and "refusing" not in same.stdout + same.stderr
+    cfg["trajectories"]["decodings"]["t02"]["temperature"] = 0.3
+    (wd / "config/config.yaml").write_text(yaml.safe_dump(cfg, sort_keys=False))
+    proc = snakemake(wd, "-n", "trajectories", check=False)
+    assert proc.returncode != 0
+    assert "b0000-t02.json (the sampling settings changed)" in proc.stdout + proc.stderr

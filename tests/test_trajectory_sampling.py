@@ -289,3 +289,36 @@ def test_cli_refuses_a_bad_record_before_starting_an_engine(tmp_path, capsys):
     assert main(["trajectory", str(bad)]) == 2
     assert "not a JSON record" in capsys.readouterr().err
     assert main(["trajectory", str(tmp_path / "absent.json")]) == 2
+
+
+def test_finished_documents_are_keyed_by_everything_that_decides_them(tmp_path):
+    """The store of finished documents (issue 19, item 7): a rerun finds a trace's document only under the
+    same trace bytes, settings, model and gold; a document with a checkpoint still missing is not kept; an
+    unreadable file is treated as absent (re-assembled), never as a result."""
+    from thinkprobe import protect
+    from thinkprobe.trajectories.store import FinishedDocuments
+
+    store = FinishedDocuments(tmp_path)
+    unit = {"model": "m", "question_set": "qs", "question_id": "q/1", "run": "1"}
+    ident = protect.identity({"n": 4, "temperature": 0.6}, {"name": "m", "backend": "vllm", "path": "/models/m"})
+    question = {"task": "gsm8k", "gold": "12"}
+    key = FinishedDocuments.key(b'{"unit": 1}', ident, question)
+    doc = {"status": "ok", "checkpoints": [{"checkpoint_index": 0, "status": "ok", "n": 4}]}
+    assert store.get(unit, key) is None
+    assert store.put(unit, key, doc) and store.get(unit, key) == doc
+    others = [FinishedDocuments.key(b'{"unit": 2}', ident, question),
+              FinishedDocuments.key(b'{"unit": 1}', protect.identity({"n": 8, "temperature": 0.6},
+                                                                     {"name": "m", "backend": "vllm", "path": "/models/m"}),
+                                    question),
+              FinishedDocuments.key(b'{"unit": 1}', protect.identity({"n": 4, "temperature": 0.6},
+                                                                     {"name": "m", "backend": "vllm", "path": "/models/n"}),
+                                    question),
+              FinishedDocuments.key(b'{"unit": 1}', ident, {"task": "gsm8k", "gold": "13"})]
+    assert len({key, *others}) == 5 and all(store.get(unit, k) is None for k in others)
+    missing = {"status": "ok", "checkpoints": [{"checkpoint_index": 0, "status": "missing"}]}
+    assert not store.put(unit, others[0], missing) and store.get(unit, others[0]) is None
+    store.path(unit, key).write_text('{"key": "' + key + '", "docu')  # a torn file (written by something else)
+    assert store.get(unit, key) is None
+    from thinkprobe.traces import safe_id
+
+    assert store.path(unit, key).parent.parent.name == safe_id("q/1")  # an id never makes folders of its own

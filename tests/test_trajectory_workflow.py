@@ -118,6 +118,18 @@ def test_two_items_through_the_rules_killed_mid_batch_and_resumed(tmp_path):
     again = job_counts(snakemake(wd, "-n", "trajectories").stdout)
     assert not {rule for rule in again if rule.startswith("traj")}, again  # a finished run rerun does nothing
 
+    # a batch file lost after its continuations were all stored (issue 19, item 7): the rerun assembles the
+    # same documents from the store and starts no engine
+    documents = json.loads(batch.read_text())["documents"]
+    batch.unlink()
+    snakemake(wd, str(batch.relative_to(wd)), timeout=900)
+    log = (wd / "results/logs/traj_sample/smollm2/gsm8k_demo/b0000.log").read_text()
+    assert "already sampled (store): no engine started" in log and "engine vllm" not in log
+    stats = ast.literal_eval(log.split("STATS ", 1)[1].strip().splitlines()[0])
+    assert stats["engine_seconds"] == 0 and stats["documents_reused"] == 2
+    assert json.loads(batch.read_text())["documents"] == documents
+    assert _parts(wd).keys() == after.keys()  # nothing sampled
+
     # protection that holds for root (issue 19): a changed budget would re-sample the batch; the run stops
     # before any job, naming the batch, and nothing finished changes
     sealed, parts = batch.read_bytes(), _parts(wd)
@@ -195,6 +207,9 @@ def test_temperature_comparison_end_to_end(tmp_path):
         assert {d["sampling"]["temperature"] for d in batch["documents"]} == {0.2 if decoding == "t02" else 1.0}
     comparisons = pd.read_parquet(wd / "results/tables/trajectory_comparisons.parquet")
     assert set(comparisons["comparison"]) == {"temperature"}
+    # the decoding batches record their own decoding's settings: a rerun is not refused as "changed"
+    again = snakemake(wd, "-n", "results/tables/trajectory_comparisons.parquet")
+    assert not {r for r in job_counts(again.stdout) if r.startswith("traj")}, again.stdout
     from thinkprobe.trajectories.aggregates import PROFILE_METRICS as _metrics
 
     assert comparisons[comparisons["metric"].isin(_metrics)]["mean"].notna().any()  # a change was measured

@@ -27,7 +27,8 @@ import os
 from pathlib import Path
 from typing import Any, Mapping
 
-MODEL_KEYS = ("backend", "path", "served_model", "base_url", "tokenizer")
+# what names the weights and tokenizer (a hub model: its id and pinned revision); tuning knobs are not here
+MODEL_KEYS = ("backend", "path", "hub_id", "revision", "served_model", "base_url", "tokenizer")
 
 
 def identity(sampling: Mapping[str, Any], model_cfg: Mapping[str, Any]) -> dict[str, Any]:

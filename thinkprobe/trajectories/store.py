@@ -3,10 +3,17 @@
 Split out of :mod:`thinkprobe.trajectories.sampling` (which samples into it): the store is the durable record
 of every continuation sampled, so that a killed job rerun samples only what is missing and no finished
 checkpoint is redone.
+
+Beside the parts, :class:`FinishedDocuments` keeps the assembled continuation document of every trace whose
+sampling finished, keyed by what decides it (the trace unit's bytes, the sampling settings and model
+identity of :func:`thinkprobe.protect.identity`, the question's task and gold): a sampling job rerun whose
+traces are all finished (its batch file lost, or rebuilt after a change that does not touch them) assembles
+its output from them and never starts an engine (issue 19, item 7).
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import time
@@ -80,5 +87,46 @@ def _add(a, b):
     return None if a is None or b is None else a + b
 
 
-def _add(a, b):
-    return None if a is None or b is None else a + b
+class FinishedDocuments:
+    """The continuation document of every trace whose sampling finished, one file per trace and key.
+
+    Layout: ``root/<model>/<question_set>/<question_id>/<run>/finished-<key[:24]>.json`` beside the trace's
+    part folders. ``key`` (:meth:`key`) hashes everything the document depends on, so a changed trace,
+    setting, model or gold answer finds nothing and is sampled (from the parts: nothing finished is redone).
+    Written atomically after the document was assembled with no checkpoint missing; never deleted.
+    """
+
+    def __init__(self, root: str | os.PathLike):
+        self.root = Path(root)
+
+    @staticmethod
+    def key(unit_bytes: bytes, identity: Mapping[str, Any], question: Mapping[str, Any]) -> str:
+        blob = json.dumps([hashlib.sha256(unit_bytes).hexdigest(), dict(identity),
+                           {k: question.get(k) for k in ("task", "gold")}], sort_keys=True, default=str)
+        return hashlib.sha256(blob.encode()).hexdigest()
+
+    def path(self, unit: Mapping[str, str], key: str) -> Path:
+        from ..traces import safe_id
+
+        parts = [safe_id(str(unit[k])) for k in ("model", "question_set", "question_id", "run")]
+        return self.root.joinpath(*parts, f"finished-{key[:24]}.json")
+
+    def get(self, unit: Mapping[str, str], key: str) -> dict[str, Any] | None:
+        """The stored document, or None when there is none (or it cannot be read: it is then re-assembled)."""
+        path = self.path(unit, key)
+        try:
+            with open(path, encoding="utf-8") as fh:
+                doc = json.load(fh)
+        except (OSError, ValueError):
+            return None
+        ok = isinstance(doc, dict) and doc.get("key") == key and isinstance(doc.get("document"), dict)
+        return doc["document"] if ok else None
+
+    def put(self, unit: Mapping[str, str], key: str, document: Mapping[str, Any]) -> bool:
+        """Store ``document`` when it is final (no checkpoint ``missing``); returns whether it was stored."""
+        from ..outputs import write_json
+
+        if any(c.get("status") == "missing" for c in document.get("checkpoints") or []):
+            return False
+        write_json(self.path(unit, key), {"key": key, "document": dict(document)})
+        return True

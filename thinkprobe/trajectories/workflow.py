@@ -27,6 +27,7 @@ from .checkpoints import RealizedTrace, TraceError, realized_from_unit
 from .labelling import label_document
 from .sampling import MODULES as SAMPLING_MODULES
 from .sampling import SamplingConfig, decoding_applies, decoding_sampling, sample_traces
+from .store import FinishedDocuments
 
 # The code behind each rule, derived from what its function really uses (thinkprobe.codedeps): its
 # provenance's source hash and the rule's `code` param, so editing a module reruns exactly these rules.
@@ -146,24 +147,42 @@ def read_batch(path: str | Path) -> dict[str, Any]:
 def sample_batch(trace_paths: Sequence[str], out_path: str, model_cfg: Mapping[str, Any],
                  traj: Mapping[str, Any], questions: Mapping[str, Mapping[str, Any]], store: str,
                  log: Callable[[str], None] = print) -> dict[str, Any]:
-    """Sample every trace of a batch; ``questions`` maps question_id -> {task, gold}."""
+    """Sample every trace of a batch; ``questions`` maps question_id -> {task, gold}.
+
+    A trace whose sampling already finished (its document in the store's :class:`FinishedDocuments`, under
+    the same trace bytes, settings, model and gold) is taken from there; the engine starts only when some
+    trace still needs it, so a rerun whose continuations are all stored starts no engine (issue 19, item 7).
+    """
     from ..generate.engine import open_engine
 
     cfg = SamplingConfig.from_config(traj)
+    ident = protect.identity(cfg.as_dict(), model_cfg)
+    finished = FinishedDocuments(store)
     t0 = time.perf_counter()
     docs: list[dict[str, Any] | None] = [None] * len(trace_paths)
     usable: list[tuple[int, Any]] = []
+    keys: dict[int, str] = {}
     for i, path in enumerate(trace_paths):
         unit = _unit_of(path)
         q = questions.get(unit["question_id"], {})
         try:
-            with open(path, encoding="utf-8") as fh:
-                usable.append((i, (json.load(fh), q)))
+            with open(path, "rb") as fh:
+                raw = fh.read()
+            doc = json.loads(raw)
         except (OSError, ValueError) as exc:
             docs[i] = _excluded(unit, q, f"cannot read the trace unit {path}: {exc}", cfg)
+            continue
+        keys[i] = FinishedDocuments.key(raw, ident, q)
+        docs[i] = finished.get(unit, keys[i])
+        if docs[i] is None:
+            usable.append((i, (doc, q)))
     stats: dict[str, Any] = {}
+    reused = len(keys) - len(usable)
     engine_seconds = 0.0
-    if usable:
+    if not usable:
+        log(f"all {reused} readable traces of the batch already sampled (store): no engine started")
+    else:
+        log(f"{reused} traces already sampled (store), {len(usable)} to sample")
         engine = open_engine(model_cfg)
         engine_seconds = time.perf_counter() - t0
         log(f"engine {engine.backend} {engine.version} for {engine.model}: {engine_seconds:.1f} s")
@@ -175,18 +194,20 @@ def sample_batch(trace_paths: Sequence[str], out_path: str, model_cfg: Mapping[s
                     traces.append((i, realized_from_unit(doc, tok, q.get("task"), q.get("gold"))))
                 except TraceError as exc:
                     docs[i] = _excluded(_unit_of(trace_paths[i]), q, str(exc), cfg)
+                    finished.put(_unit_of(trace_paths[i]), keys[i], docs[i])  # decided by the model's tokenizer
             if traces:
                 out, stats = sample_traces(engine, [t for _, t in traces], cfg, store,
                                            int(traj.get("prefixes_per_call", 64)), log)
                 for (i, _), d in zip(traces, out):
                     docs[i] = d
+                    finished.put(_unit_of(trace_paths[i]), keys[i], d)
         finally:
             engine.close()
-    stats.update(engine_seconds=engine_seconds, job_seconds=time.perf_counter() - t0)
+    stats.update(engine_seconds=engine_seconds, job_seconds=time.perf_counter() - t0, documents_reused=reused)
     write_json(out_path, {"documents": docs, "stats": stats,
                           "provenance": provenance(SAMPLING_MODULES, cfg.as_dict(), trace_paths,
                                                    model=dict(model_cfg))})
-    protect.record(out_path, protect.identity(cfg.as_dict(), model_cfg))  # checked before a rerun overwrites it
+    protect.record(out_path, ident)  # checked before a rerun overwrites it
     return stats
 
 
