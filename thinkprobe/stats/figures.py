@@ -291,6 +291,7 @@ def cycle_distributions(cycles: pd.DataFrame, summary: pd.DataFrame, outputs: Se
                          textcoords="offset points", ha="right", fontsize=7,
                          arrowprops={"arrowstyle": "->", "lw": 0.6})
     axes[0].set_xlim(-0.6, None)
+    axes[0].xaxis.set_major_formatter(plt.FuncFormatter(lambda v, _: f"{v:,.0f}"))  # 0, 1, 10, 100: counts
     axes[0].legend(fontsize=7)
     axes[0].set_title(f"Cycles per trace (median {bound}{med:g}; cap {cap:,}, {n_capped} capped)")
     axes[0].set_xlabel("simple cycles per trace (0, then log scale)")
@@ -319,6 +320,10 @@ def cycle_distributions(cycles: pd.DataFrame, summary: pd.DataFrame, outputs: Se
         lengths = np.arange(len(hist))
         axes[2].bar(lengths[1:], hist[1:], color="#009E73", edgecolor="black", lw=0.3)
         axes[2].set_yscale("log")
+        from matplotlib.ticker import LogFormatter  # plain counts ("6", not "6 x 10^0") within a decade too
+
+        axes[2].yaxis.set_major_formatter(LogFormatter())
+        axes[2].yaxis.set_minor_formatter(LogFormatter(labelOnlyBase=False, minor_thresholds=(2, 0.4)))
     axes[2].set_xlabel("cycle length (nodes)")
     axes[2].set_ylabel("cycles")
     axes[2].set_title("Cycle lengths (full graph)")
