@@ -77,12 +77,7 @@ if __name__ == "__main__":  # vLLM spawns workers that re-import this file
 
     # ---- 1. GPU encoding against the CPU ONNX encoder ----
     from gpu_encoder_check import _sentences as sentences  # the same sentences as the encoder check
-
-    def timed(encoder, texts):
-        encoder.backend.encode(texts[:32])  # warm-up (CUDA kernels, allocator, ONNX session)
-        t0 = time.perf_counter()
-        vectors = encoder.backend.encode(texts)
-        return vectors, time.perf_counter() - t0
+    from gpu_encoder_check import _timed as timed  # warm-up, then one timed encode
 
     try:
         import numpy as np
@@ -174,8 +169,9 @@ if __name__ == "__main__":  # vLLM spawns workers that re-import this file
                 trace_paths, questions = [], {}
                 for u in params["units"]:
                     unit = u["unit"]
-                    path = Path(tmp) / "traces" / unit["model"] / unit["question_set"] / unit["question_id"] / f"{unit['run']}.json"
-                    entry = manifest["units"][UnitKey(**unit).path]
+                    key = UnitKey(**unit)
+                    path = Path(tmp) / "traces" / f"{key.path}.json"
+                    entry = manifest["units"][key.path]
                     write_json(path, trace_unit_doc(unit, entry["store"]))
                     trace_paths.append(str(path))
                     questions[unit["question_id"]] = {"task": u["question"]["task"], "gold": u["question"]["gold"]}

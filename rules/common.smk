@@ -164,19 +164,15 @@ def collected_manifest(wildcards):
 
 
 # ---- models by hub id (rules/models.smk) and the study's checks (thinkprobe.generate.study_checks) ----
+from thinkprobe.generate.budget import hub_models as _hub_models
 from thinkprobe.generate.study_checks import check_study as _check_study
 
-_problems = _check_study(config, base=".")
+_problems = _check_study(config, base=".", collect=COLLECT)
 if _problems:
     raise WorkflowError("the study cannot run as configured:\n  - " + "\n  - ".join(_problems))
 
 _RES = config["resources"]
-HUB_MODELS = sorted(
-    name
-    for name, m in config["models"].items()
-    if m.get("hub_id")
-    and (name in COLLECT.models or (name in config["trajectories"]["models"] and config["trajectories"]["question_sets"]))
-)
+HUB_MODELS = _hub_models(config, COLLECT)
 # what a job needs to find a hub model offline: the cache and the manifest of its fetch (params of the jobs)
 for _name in HUB_MODELS:
     _extra = {"manifest": f"results/models/{_name}.json",

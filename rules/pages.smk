@@ -40,7 +40,7 @@ rule trace_pages:
         tau=TRAJ["tau"],
         analysis=sections("input", "segmentation", "texttiling", "trajectory", "cross_segment", "classification",
                           "metrics", "encoder"),
-        code=source_hash(sorted(set(_page_modules()) | set(script_modules(workflow.source_path("../workflow/scripts/trace_pages.py"))))),
+        code=source_hash(script_modules(workflow.source_path("../workflow/scripts/trace_pages.py"), _page_modules())),
     log:
         "results/logs/trace_pages.log",
     localrule: True  # like the figures and report pages: no SLURM job of its own (a page costs milliseconds

@@ -21,13 +21,8 @@ if _not_collected:
 TRAJ_TARGETS = TRAJ_PLAN.targets()
 # Protected batches are refused for overwrite by the project itself (thinkprobe.protect): root can write them.
 from thinkprobe import protect as _protect
-from thinkprobe.trajectories.sampling import SamplingConfig as _SamplingConfig
 
-# each batch under its own decoding's settings (a b0000-<decoding> batch records that decoding's identity)
-_overwrites = _protect.changed({
-    f"results/continuations/{m}/{q}/{b}.json":
-        _protect.identity(_SamplingConfig.from_config(TRAJ_PLAN.sampling(b)).as_dict(), TRAJ_PLAN.models[m])
-    for m, q, b in TRAJ_PLAN.batches})
+_overwrites = TRAJ_PLAN.overwrites()
 if _overwrites and not config["overwrite_protected"]:
     raise WorkflowError(_protect.refusal(_overwrites))
 TRAJ_CODE = {
@@ -44,7 +39,7 @@ TRAJ_GPU = (
 
 rule traj_sample:
     wildcard_constraints:
-        batch=r"b[0-9]+(-[A-Za-z0-9_]+)?",  # b0000 (default decoding) or b0000-<decoding>
+        batch=_traj_workflow.BATCH_PATTERN,  # b0000 (default decoding) or b0000-<decoding>
     input:
         traces=lambda w: TRAJ_PLAN.trace_files(w.model, w.question_set, w.batch),
         model=lambda w: model_manifest(w.model),  # a hub model: fetched first (rules/models.smk)
@@ -70,7 +65,7 @@ rule traj_sample:
 
 rule traj_label:
     wildcard_constraints:
-        batch=r"b[0-9]+(-[A-Za-z0-9_]+)?",  # b0000 (default decoding) or b0000-<decoding>
+        batch=_traj_workflow.BATCH_PATTERN,  # b0000 (default decoding) or b0000-<decoding>
     input:
         "results/continuations/{model}/{question_set}/{batch}.json",
     output:

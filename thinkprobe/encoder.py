@@ -37,7 +37,7 @@ from typing import Protocol, Sequence
 
 import numpy as np
 
-from .onnx_bert import (_onnx_compatible, builder_sha256, cache_dir, cached_graph, onnx_problem,  # noqa: F401
+from .onnx_bert import (_onnx_compatible, cache_dir, cached_graph, onnx_problem,  # noqa: F401
                         weights_sha256)
 from .params import EncoderParams
 

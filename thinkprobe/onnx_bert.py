@@ -68,9 +68,11 @@ def cached_graph(folder: Path, sha256: str) -> str | bytes:
     """The ONNX graph of ``folder`` (weights hash ``sha256``): the cached file's path, built and cached on
     first use; the serialized graph itself when the cache cannot be written."""
     path = cache_dir() / "onnx" / f"{sha256[:24]}-b{builder_sha256()[:16]}.onnx"
-    if not path.exists():
-        _cache_write(path, build_onnx_bert(folder).SerializeToString())
-    return str(path) if path.exists() else build_onnx_bert(folder).SerializeToString()
+    if path.exists():
+        return str(path)
+    data = build_onnx_bert(folder).SerializeToString()  # built once, whether or not the cache takes it
+    _cache_write(path, data)
+    return str(path) if path.exists() else data
 
 
 def weights_sha256(folder: Path) -> str:

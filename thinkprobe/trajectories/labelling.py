@@ -104,7 +104,7 @@ def label_document(doc: Mapping[str, Any], task: str | None = None, gold: str | 
     if doc.get("status") != "ok":
         return {**record, "endpoint_label": None, "checkpoints": []}
     r = doc["reasoning"]
-    cues = cues or doc.get("sampling", {}).get("answer_cues")
+    cues = cues or sampling.get("answer_cues")
     stop = doc.get("stop") or ()
     record["endpoint_label"] = endpoint_label(cut_at_stop(r["answer_text"], stop), task, r["native"])
     record["cot_tokens_realized"] = r["k"]

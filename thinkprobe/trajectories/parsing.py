@@ -56,7 +56,7 @@ import threading
 from fractions import Fraction
 from functools import lru_cache
 
-from ..answers import ANSWER_TASKS, DIGIT_KEYS, has_box, last_boxed
+from ..answers import ANSWER_TASKS, digit_key, has_box, last_boxed
 
 TASKS = ANSWER_TASKS
 
@@ -215,11 +215,6 @@ _ARC_ANCHORS = [
 ]
 
 
-def _arc_key(key: str) -> str:
-    key = key.upper()
-    return DIGIT_KEYS.get(key, key)
-
-
 def parse_choice_answer(text: str) -> str | None:
     """The ARC choice letter (digits 1-5 mapped to A-E), or None (see the module docstring)."""
     hits = []
@@ -228,7 +223,7 @@ def parse_choice_answer(text: str) -> str | None:
             key = m.group(1)
             if key.islower() and not re.search(r"\(\s*" + key + r"\s*\)", m.group(0)):
                 continue
-            hits.append((m.start(), _arc_key(key)))
+            hits.append((m.start(), digit_key(key)))
     if hits:
         return max(hits)[1]
     stripped = text.strip()
@@ -236,7 +231,7 @@ def parse_choice_answer(text: str) -> str | None:
         return None
     whole = re.fullmatch(r"[\s*(\[]*([A-Ea-e1-5])\s*[).\]:*]*(?:\s+.*)?", stripped, flags=re.DOTALL)
     if whole and (len(stripped) <= 3 or re.match(r"[\s*(\[]*[A-Ea-e1-5]\s*[).:\]]", stripped)):
-        return _arc_key(whole.group(1))
+        return digit_key(whole.group(1))
     return None
 
 
@@ -347,7 +342,6 @@ def _statement_answer(sentence: str) -> str | None:
             r"(?:\b(?:is|are|equals|be)|=|:)\s*$", sentence[:math[-1].start()]):
         return _rhs(next(g for g in math[-1].groups() if g is not None)) or None  # "... is \((3, \pi)\)."
     if stated or "=" in sentence:
-        math = list(_DELIMITED.finditer(sentence))
         if math and stated:
             return _rhs(next(g for g in math[-1].groups() if g is not None)) or None
         if "=" in masked:

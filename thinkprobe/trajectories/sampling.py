@@ -67,6 +67,18 @@ def decoding_sampling(spec: Mapping[str, Any] | None) -> dict[str, Any]:
     return {k: v for k, v in (spec or {}).items() if k not in DECODING_SCOPE}
 
 
+def decoded_sampling(traj: Mapping[str, Any], decoding: str = "default") -> dict[str, Any]:
+    """The ``sampling`` block of a ``trajectories`` section with ``decodings[decoding]`` overlaid (the
+    ``default`` decoding: ``sampling`` as it is); a decoding the section does not define is refused."""
+    s = dict(traj.get("sampling") or {})
+    if decoding != "default":
+        specs = traj.get("decodings") or {}
+        if decoding not in specs:
+            raise ValueError(f"trajectories.decodings: no decoding named {decoding!r}")
+        s.update(decoding_sampling(specs[decoding]))
+    return s
+
+
 def decoding_applies(spec: Mapping[str, Any] | None, model: str, question_set: str) -> bool:
     """Whether a decoding condition is sampled for ``model`` x ``question_set``: a matched comparison needs
     its conditions only where its pairs are (the paper's temperature comparison: four models, GSM8K), so a
@@ -117,11 +129,7 @@ class SamplingConfig:
         ``sampling`` when the section has ``decodings`` (else ``sampling`` is taken as already overlaid)."""
         d = cls()
         decoding = decoding if decoding != "default" else cfg.get("decoding") or "default"
-        s = dict(cfg.get("sampling") or {})
-        if decoding != "default" and "decodings" in cfg:
-            if decoding not in (cfg["decodings"] or {}):
-                raise ValueError(f"trajectories.decodings: no decoding named {decoding!r}")
-            s.update(decoding_sampling(cfg["decodings"][decoding]))
+        s = decoded_sampling(cfg, decoding) if "decodings" in cfg else dict(cfg.get("sampling") or {})
         st = cfg.get("stopping") or {}
         rule = (StoppingRule(**{k: st[k] for k in ("min_n", "round_size", "alpha", "threshold") if k in st})
                 if st.get("enabled") else None)

@@ -38,10 +38,8 @@ class ContinuationStore:
         self.trace_hashes = dict(trace_hashes or {})
 
     def folder(self, key: str) -> Path:
-        from ..traces import safe_id
-
         tail = self.digest + (f"-{self.trace_hashes[key][:12]}" if key in self.trace_hashes else "")
-        return self.root.joinpath(*[safe_id(part) for part in key.split("/")], tail)
+        return _trace_dir(self.root, key.split("/")) / tail
 
     def parts(self, key: str) -> list[Path]:
         folder = self.folder(key)
@@ -83,6 +81,13 @@ class ContinuationStore:
         return paths
 
 
+def _trace_dir(root: Path, fields: Sequence[Any]) -> Path:
+    """A trace's folder in the store: one safe folder name per unit field (model, question set, id, run)."""
+    from ..traces import safe_id
+
+    return root.joinpath(*[safe_id(str(f)) for f in fields])
+
+
 def _add(a, b):
     return None if a is None or b is None else a + b
 
@@ -106,10 +111,9 @@ class FinishedDocuments:
         return hashlib.sha256(blob.encode()).hexdigest()
 
     def path(self, unit: Mapping[str, str], key: str) -> Path:
-        from ..traces import safe_id
+        from ..units import UNIT_FIELDS
 
-        parts = [safe_id(str(unit[k])) for k in ("model", "question_set", "question_id", "run")]
-        return self.root.joinpath(*parts, f"finished-{key[:24]}.json")
+        return _trace_dir(self.root, [unit[k] for k in UNIT_FIELDS]) / f"finished-{key[:24]}.json"
 
     def get(self, unit: Mapping[str, str], key: str) -> dict[str, Any] | None:
         """The stored document, or None when there is none (or it cannot be read: it is then re-assembled)."""

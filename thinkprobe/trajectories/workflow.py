@@ -26,7 +26,7 @@ from ..units import unit_path
 from .checkpoints import RealizedTrace, TraceError, realized_from_unit
 from .labelling import label_document
 from .sampling import MODULES as SAMPLING_MODULES
-from .sampling import SamplingConfig, decoding_applies, decoding_sampling, sample_traces
+from .sampling import SamplingConfig, decoded_sampling, decoding_applies, sample_traces
 from .store import FinishedDocuments
 
 # The code behind each rule, derived from what its function really uses (thinkprobe.codedeps): its
@@ -107,9 +107,15 @@ class TrajectoryPlan:
         out = {k: self.traj[k] for k in ("n", "stride", "estimator", "sampling", "forced", "stopping",
                                          "max_reasoning_tokens", "prefixes_per_call", "stop") if k in self.traj}
         if decoding != "default":
-            out["sampling"] = {**out["sampling"], **decoding_sampling(self.traj["decodings"][decoding])}
+            out["sampling"] = decoded_sampling(self.traj, decoding)
             out["decoding"] = decoding
         return out
+
+    def overwrites(self) -> list[tuple[str, str]]:
+        """Existing continuation batches this config would re-sample under other settings or another model
+        (each compared with its own decoding's settings): ``(path, what changed)``, see :mod:`thinkprobe.protect`."""
+        return protect.changed({path: batch_identity(self.sampling(b), self.models[m])
+                                for path, (m, _q, b) in zip(self.files("continuations"), self.batches)})
 
     def targets(self) -> list[str]:
         if not self.batches:
@@ -118,6 +124,16 @@ class TrajectoryPlan:
                 "results/tables/trajectory_join.parquet", "results/figures/trajectory_mechanisms.png",
                 "results/figures/trajectory_example.png", "results/figures/trajectory_join.png",
                 "results/figures/trajectory_groups.png", "results/figures/trajectory_forest.png"]
+
+
+# The batch wildcard of the trajectory rules: what batch_id makes.
+BATCH_PATTERN = r"b[0-9]+(-[A-Za-z0-9_]+)?"
+
+
+def batch_identity(traj: Mapping[str, Any], model_cfg: Mapping[str, Any]) -> dict[str, Any]:
+    """What decides a continuation batch: its sampling settings (``traj``: :meth:`TrajectoryPlan.sampling`)
+    and its model. The sampling job records it beside the batch; planning compares it before a rerun."""
+    return protect.identity(SamplingConfig.from_config(traj).as_dict(), model_cfg)
 
 
 def batch_id(index: int, decoding: str = "default") -> str:
@@ -156,14 +172,14 @@ def sample_batch(trace_paths: Sequence[str], out_path: str, model_cfg: Mapping[s
     from ..generate.engine import open_engine
 
     cfg = SamplingConfig.from_config(traj)
-    ident = protect.identity(cfg.as_dict(), model_cfg)
+    ident = batch_identity(traj, model_cfg)
     finished = FinishedDocuments(store)
     t0 = time.perf_counter()
     docs: list[dict[str, Any] | None] = [None] * len(trace_paths)
     usable: list[tuple[int, Any]] = []
     keys: dict[int, str] = {}
-    for i, path in enumerate(trace_paths):
-        unit = _unit_of(path)
+    units = [_unit_of(path) for path in trace_paths]
+    for i, (path, unit) in enumerate(zip(trace_paths, units)):
         q = questions.get(unit["question_id"], {})
         try:
             with open(path, "rb") as fh:
@@ -193,14 +209,14 @@ def sample_batch(trace_paths: Sequence[str], out_path: str, model_cfg: Mapping[s
                 try:
                     traces.append((i, realized_from_unit(doc, tok, q.get("task"), q.get("gold"))))
                 except TraceError as exc:
-                    docs[i] = _excluded(_unit_of(trace_paths[i]), q, str(exc), cfg)
-                    finished.put(_unit_of(trace_paths[i]), keys[i], docs[i])  # decided by the model's tokenizer
+                    docs[i] = _excluded(units[i], q, str(exc), cfg)
+                    finished.put(units[i], keys[i], docs[i])  # decided by the model's tokenizer
             if traces:
                 out, stats = sample_traces(engine, [t for _, t in traces], cfg, store,
                                            int(traj.get("prefixes_per_call", 64)), log)
                 for (i, _), d in zip(traces, out):
                     docs[i] = d
-                    finished.put(_unit_of(trace_paths[i]), keys[i], d)
+                    finished.put(units[i], keys[i], d)
         finally:
             engine.close()
     stats.update(engine_seconds=engine_seconds, job_seconds=time.perf_counter() - t0, documents_reused=reused)

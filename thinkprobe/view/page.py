@@ -22,7 +22,7 @@ from importlib import resources
 from typing import Any, Mapping, Sequence
 
 from ..graph import FAMILY_OF, NODE_TYPES
-from ..metrics import METRIC_NAMES
+from ..vocabulary import METRIC_NAMES
 from .reference import zscore
 from .sources import PageData
 from .svg import distribution_chart, radar

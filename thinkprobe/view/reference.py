@@ -20,7 +20,7 @@ import sys
 from pathlib import Path
 from typing import Any, Mapping
 
-from ..metrics import METRIC_NAMES
+from ..vocabulary import METRIC_NAMES
 
 BUNDLED = Path(__file__).with_name("reference.json")
 

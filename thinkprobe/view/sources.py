@@ -19,8 +19,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
-from ..metrics import DIMENSIONS
-from ..units import UnitKey
+from ..vocabulary import DIMENSIONS
+from ..units import UnitKey, unit_path
 from .reference import bundled_reference, study_reference
 
 
@@ -66,11 +66,10 @@ def find_trajectory(results: Path, key: UnitKey) -> tuple[dict[str, Any], dict[s
     folder = results / "trajectories" / key.model / key.question_set
     for path in sorted(folder.glob("*.json")) if folder.is_dir() else []:
         for rec in _read_json(path).get("records", []):
-            if [str(rec.get(k)) for k in ("model", "question_set", "question_id", "run")] == list(key.path.split("/")):
+            if unit_path(rec, missing="None") == key.path:
                 cont = results / "continuations" / key.model / key.question_set / path.name
                 for doc in _read_json(cont).get("documents", []) if cont.exists() else []:
-                    if doc and UnitKey(*(str(doc["unit"][k]) for k in ("model", "question_set", "question_id",
-                                                                       "run"))) == key:
+                    if doc and unit_path(doc["unit"]) == key.path:
                         return rec, doc
                 raise ShowError(f"{cont}: no continuation document of {key.path} (its record is in {path})")
     return None
@@ -129,9 +128,16 @@ def analyse_text(trace, params, encoder=None) -> tuple[dict[str, Any] | None, di
     return res.graph.to_node_link(), dict(res.metrics), None
 
 
+def results_reference(results: str | Path) -> dict[str, Any]:
+    """The z-score reference of a results folder: its metrics table, else the bundled reference."""
+    table = Path(results) / "tables" / "metrics.parquet"
+    return study_reference(table) if table.exists() else bundled_reference()
+
+
 def page_from_results(results: str | Path, unit: str, tau: float = 0.8, params=None,
-                      analyse: Callable | None = None) -> PageData:
-    """The page of one unit of a results folder.
+                      analyse: Callable | None = None, reference: Mapping[str, Any] | None = None) -> PageData:
+    """The page of one unit of a results folder (``reference``: :func:`results_reference`, when the caller
+    makes many pages of one folder; else read here).
 
     When the unit has a trajectory whose reasoning text is not the text the workflow's graph was built on
     (offsets would not align), the graph of the trajectory's reasoning is built on the fly (``params``: the
@@ -145,12 +151,11 @@ def page_from_results(results: str | Path, unit: str, tau: float = 0.8, params=N
                         "in its study?)")
     gdoc = _read_json(gpath)
     mdoc = _read_json(mpath) if mpath.exists() else {}
-    table = results / "tables" / "metrics.parquet"
     page = PageData(title=str(gdoc.get("trace_id") or key.path), unit=key.path,
                     status=mdoc.get("status", gdoc["status"]), reason=mdoc.get("reason", gdoc.get("reason")),
                     ids=dict(gdoc.get("ids") or key.as_dict()), graph=gdoc.get("graph"),
                     metrics=dict(mdoc.get("metrics") or {}),
-                    reference=study_reference(table) if table.exists() else bundled_reference(),
+                    reference=dict(reference) if reference is not None else results_reference(results),
                     provenance={"graph": gdoc.get("provenance", {}), "metrics": mdoc.get("provenance", {})})
     found = find_trajectory(results, key)
     if found:

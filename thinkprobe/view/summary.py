@@ -12,7 +12,7 @@ from __future__ import annotations
 import html
 from typing import Any, Mapping, Sequence
 
-from ..metrics import DIMENSIONS
+from ..vocabulary import DIMENSIONS
 from .svg import radar
 from .tables import STYLE, format_number
 

@@ -38,7 +38,7 @@ def write_pages(units: Sequence[str], outputs: Sequence[str], results: str, anal
     """Write the page of each unit to the matching output; returns counts (ok, excluded, failed)."""
     from ..params import Params
     from .page import write_page
-    from .sources import PageData, analyse_text, page_from_results
+    from .sources import PageData, analyse_text, page_from_results, results_reference
 
     params = Params.from_dict({k: dict(v) for k, v in analysis.items()})
     encoder: list[Any] = []
@@ -50,10 +50,14 @@ def write_pages(units: Sequence[str], outputs: Sequence[str], results: str, anal
             encoder.append(load_encoder(p.encoder))
         return analyse_text(trace, p, encoder[0])
 
+    try:  # the study's reference, read once for every page
+        reference = results_reference(results)
+    except Exception:  # noqa: BLE001 - a table that cannot be read: each page below reports it
+        reference = None
     counts = {"ok": 0, "excluded": 0, "failed": 0}
     for unit, out in zip(units, outputs):
         try:
-            data = page_from_results(results, unit, tau=tau, params=params, analyse=analyse)
+            data = page_from_results(results, unit, tau=tau, params=params, analyse=analyse, reference=reference)
             counts["ok" if data.status == "ok" else "excluded"] += 1
         except Exception as exc:  # noqa: BLE001 - one unit never costs the job
             print(f"unit {unit}: page failed:", file=log)
