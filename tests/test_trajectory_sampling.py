@@ -313,8 +313,10 @@ def test_finished_documents_are_keyed_by_everything_that_decides_them(tmp_path):
               FinishedDocuments.key(b'{"unit": 1}', protect.identity({"n": 4, "temperature": 0.6},
                                                                      {"name": "m", "backend": "vllm", "path": "/models/n"}),
                                     question),
-              FinishedDocuments.key(b'{"unit": 1}', ident, {"task": "gsm8k", "gold": "13"})]
-    assert len({key, *others}) == 5 and all(store.get(unit, k) is None for k in others)
+              FinishedDocuments.key(b'{"unit": 1}', ident, {"task": "gsm8k", "gold": "13"}),
+              # a decoding with the same settings as another: its documents carry its own name
+              FinishedDocuments.key(b'{"unit": 1}', ident, question, "t06")]
+    assert len({key, *others}) == 6 and all(store.get(unit, k) is None for k in others)
     missing = {"status": "ok", "checkpoints": [{"checkpoint_index": 0, "status": "missing"}]}
     assert not store.put(unit, others[0], missing) and store.get(unit, others[0]) is None
     store.path(unit, key).write_text('{"key": "' + key + '", "docu')  # a torn file (written by something else)

@@ -6,7 +6,7 @@ checkpoint is redone.
 
 Beside the parts, :class:`FinishedDocuments` keeps the assembled continuation document of every trace whose
 sampling finished, keyed by what decides it (the trace unit's bytes, the sampling settings and model
-identity of :func:`thinkprobe.protect.identity`, the question's task and gold): a sampling job rerun whose
+identity of :func:`thinkprobe.protect.identity`, the question's task and gold, the decoding's name): a sampling job rerun whose
 traces are all finished (its batch file lost, or rebuilt after a change that does not touch them) assembles
 its output from them and never starts an engine (issue 19, item 7).
 """
@@ -105,9 +105,12 @@ class FinishedDocuments:
         self.root = Path(root)
 
     @staticmethod
-    def key(unit_bytes: bytes, identity: Mapping[str, Any], question: Mapping[str, Any]) -> str:
+    def key(unit_bytes: bytes, identity: Mapping[str, Any], question: Mapping[str, Any],
+            decoding: str = "default") -> str:
+        """The decoding's name counts too: two decodings with the same settings share continuations (the
+        store's parts) but not documents, which are labelled with their decoding."""
         blob = json.dumps([hashlib.sha256(unit_bytes).hexdigest(), dict(identity),
-                           {k: question.get(k) for k in ("task", "gold")}], sort_keys=True, default=str)
+                           {k: question.get(k) for k in ("task", "gold")}, decoding], sort_keys=True, default=str)
         return hashlib.sha256(blob.encode()).hexdigest()
 
     def path(self, unit: Mapping[str, str], key: str) -> Path:

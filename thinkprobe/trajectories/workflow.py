@@ -188,7 +188,7 @@ def sample_batch(trace_paths: Sequence[str], out_path: str, model_cfg: Mapping[s
         except (OSError, ValueError) as exc:
             docs[i] = _excluded(unit, q, f"cannot read the trace unit {path}: {exc}", cfg)
             continue
-        keys[i] = FinishedDocuments.key(raw, ident, q)
+        keys[i] = FinishedDocuments.key(raw, ident, q, cfg.decoding)
         docs[i] = finished.get(unit, keys[i])
         if docs[i] is None:
             usable.append((i, (doc, q)))
