@@ -8,6 +8,7 @@ import re
 import subprocess
 import sys
 
+import pytest
 import yaml
 
 from tests.workflow_helpers import REPO, default_config, make_workdir, snakemake
@@ -27,6 +28,7 @@ def _readme_table(config: str) -> str:
     return m.group(1).strip()
 
 
+@pytest.mark.fast
 def test_readme_cost_tables_are_the_planner_output():
     out = _plan("--markdown", "--configfile", "config/thinkprobe-paper.yaml")
     assert out.returncode == 0, out.stderr
@@ -37,6 +39,7 @@ def test_readme_cost_tables_are_the_planner_output():
     assert out.stdout.strip() == _readme_table("config/trajectories-paper.yaml")
 
 
+@pytest.mark.workflow
 def test_plan_target_writes_the_cli_table(tmp_path):
     wd = make_workdir(tmp_path / "wd", default_config())
     snakemake(wd, "plan")
@@ -48,6 +51,7 @@ def test_plan_target_writes_the_cli_table(tmp_path):
     assert total["jobs"] == sum(r["jobs"] for r in rows if r["rule"] != "total" and r["detail"])
 
 
+@pytest.mark.fast
 def test_plan_errors_name_the_key(tmp_path):
     bad = tmp_path / "bad.yaml"
     bad.write_text(yaml.safe_dump({"models": {"smollm2": {"backend": "vllm", "path": "smollm2", "device": "gpu",
