@@ -413,7 +413,9 @@ def derive() -> dict[str, Any]:
     cwd = os.getcwd()
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
-        (work / "examples").symlink_to(REPO / "examples")
+        for entry in REPO.iterdir():  # what the config may name (examples, question files), never the results
+            if entry.name not in {"results", ".snakemake", ".git", ".venv", "site"}:
+                (work / entry.name).symlink_to(entry)
         probe = work / "probe.yaml"
         probe.write_text(yaml.safe_dump(probe_config()))
         try:
