@@ -570,12 +570,10 @@ def markdown(derivation: dict[str, Any] | None = None) -> str:
             if key.section != top.path:
                 continue
             info = reruns[key.path]
-            if info["rules"]:
-                rerun = ", ".join(f"`{r}`" for r in info["rules"])
-            elif info["planning"]:
-                rerun = "none: read when the jobs are planned"
-            else:
-                rerun = "none"
+            rerun = ", ".join(f"`{r}`" for r in info["rules"])
+            if info["planning"] and not set(info["rules"]) - {"plan"}:
+                rerun = f"{rerun}; otherwise read when the jobs are planned" if rerun else "none: read when the jobs are planned"
+            rerun = rerun or "none"
             default = f"`{_cell(key.default)}`" if key.default else ""
             lines.append(f"| `{_cell(key.path)}` | {_cell(key.type)} | {default} | {rerun} | {_cell(key.description)} |")
         lines.append("")
