@@ -5,7 +5,7 @@
 
 Start-up: median wall time of 15 runs of `python -m thinkprobe.cli --help`, beside a bare `python -c pass`
 (the interpreter's own share), and the heavy libraries the help imports (none expected). The test loop:
-wall and CPU seconds of `pytest -m fast -n auto --dist loadfile -q` (what README "Tests and benchmarks"
+wall and CPU seconds of `pytest -m fast -n auto --dist loadfile -q` (the loop docs/development.md
 documents), the number of tests run, and the machine's load average before and after (the figures are
 only comparable on an idle machine).
 """

@@ -78,62 +78,40 @@ def vllm_engine():
     engine.close()
 
 
-# ---- markers set by what a test really starts (issue 18): the fast loop is `pytest -m fast` -------------
-# A test is marked `engine` when its code (the test, the fixtures it uses and the test-module helpers they
-# call) starts an LLM engine (vLLM, its OpenAI server, SmolLM2), `workflow` when it runs Snakemake, `slow`
-# when it loads the torch encoder backend; `slurm` and other `slow` tests are marked by hand. Every other
-# test is marked `fast`: `pytest -m fast` runs them all, with no engine, no Snakemake run and no SLURM
-# (README, "Tests and benchmarks").
-import inspect as _inspect
-import re as _re
-
-_STARTS = {
-    "engine": _re.compile(r"\bvllm_engine\b|vllm\.entrypoints|require\(\"vllm\"|smollm2|open_engine\(SMOLLM2"),
-    "workflow": _re.compile(r"\bsnakemake\(|\"-m\", \"snakemake\"|\[\"snakemake\"|snakemake_bin|/snakemake\b"),
-    # the optional torch backend: importing torch costs about ten seconds of CPU per process
-    "slow": _re.compile(r"\bst_encoder\b|backend=\"sentence-transformers\"|\"sentence-transformers\"\]"),
-}
-_CALL = _re.compile(r"\b([A-Za-z_]\w*)\(")
+# ---- test categories, marked explicitly in each test module (issue 27): the fast loop is `pytest -m fast` --
+# Every test states what it starts, with a module-level `pytestmark = pytest.mark.<category>` or a mark on the
+# test function: `engine` (an LLM engine: vLLM, its OpenAI server, SmolLM2), `workflow` (Snakemake, dry runs
+# included), `slurm` (the local SLURM cluster), `slow` (the torch encoder backend, a real browser, a fixture that
+# runs many scripts in subprocesses, an end-to-end run), or `fast` (none of these: the developer's loop). A test
+# with no category, or `fast` together with another one, stops the collection with an error naming its module,
+# so no test is silently left out of (or wrongly put into) the fast loop. Doctests of `thinkprobe/` are `fast`.
+CATEGORIES = ("fast", "engine", "workflow", "slurm", "slow")
 
 
-def _code_of(item) -> str:
-    """The source of the test, of every fixture it uses and of the module-level helpers they call."""
-    module = getattr(item, "module", None)
-    found: list = [getattr(item, "function", None)]
-    info = getattr(item, "_fixtureinfo", None)
-    for name in getattr(item, "fixturenames", ()):
-        defs = info.name2fixturedefs.get(name) if info else None
-        if defs:
-            found.append(defs[-1].func)
-    seen, texts = set(), []
-    while found:
-        fn = found.pop()
-        if fn is None or id(fn) in seen or not callable(fn):
-            continue
-        seen.add(id(fn))
-        try:
-            text = _inspect.getsource(fn)
-        except (OSError, TypeError):
-            continue
-        texts.append(text)
-        scopes = [vars(module)] if module else []
-        scopes.append(vars(_inspect.getmodule(fn) or module or _inspect))
-        for called in _CALL.findall(text):
-            for scope in scopes:
-                helper = scope.get(called)
-                if _inspect.isfunction(helper) and (helper.__module__ or "").startswith("tests"):
-                    found.append(helper)
-    return "\n".join(texts)
+def _category_problem(item) -> str | None:
+    names = {m.name for m in item.iter_markers()} & set(CATEGORIES)
+    if not names:
+        return "has no category mark"
+    if "fast" in names and len(names) > 1:
+        return f"is marked fast and {', '.join(sorted(names - {'fast'}))}: a fast test starts none of these"
+    return None
 
 
+@pytest.hookimpl(tryfirst=True)  # before `-m` deselects anything, so every collected test is checked
 def pytest_collection_modifyitems(config, items):
+    from _pytest.doctest import DoctestItem
+
+    problems: dict[str, list[str]] = {}
     for item in items:
-        if not getattr(item, "function", None):  # doctests: plain library code
+        if isinstance(item, DoctestItem):  # library docstrings: plain code, no engine, no workflow
             item.add_marker(pytest.mark.fast)
             continue
-        code = _code_of(item)
-        marks = {name for name, pattern in _STARTS.items() if pattern.search(code)}
-        for name in marks:
-            item.add_marker(getattr(pytest.mark, name))
-        if not marks and not {"slurm", "slow", "engine", "workflow"} & {m.name for m in item.iter_markers()}:
-            item.add_marker(pytest.mark.fast)
+        problem = _category_problem(item)
+        if problem:
+            problems.setdefault(item.nodeid.split("::")[0], []).append(f"{item.name} {problem}")
+    if problems:
+        lines = [f"{module}: {', '.join(found)}" for module, found in sorted(problems.items())]
+        raise pytest.UsageError(
+            "tests without a valid category mark (add `pytestmark = pytest.mark.<one of "
+            f"{', '.join(CATEGORIES)}>` at module level, or mark the test):\n  " + "\n  ".join(lines)
+        )

@@ -18,6 +18,8 @@ from thinkprobe.stats.agreement import (
 
 from .conftest import corpus_path, require
 
+pytestmark = pytest.mark.fast
+
 # Worked by hand (see the comments): 10 sentences, reference boundaries before sentences 3 and 7,
 # hypothesis before 4 and 9. Gap vectors r = 001000100, h = 000100001.
 REF = Segmentation.from_boundaries(10, [3, 7])

@@ -27,6 +27,8 @@ from thinkprobe.segmentation import segment
 from thinkprobe.text import count_words
 from thinkprobe.traces import extract_reasoning
 
+pytestmark = pytest.mark.fast
+
 REPO = Path(__file__).resolve().parents[1]
 GOOD_TEXT = (REPO / "examples" / "trace.txt").read_text("utf-8")
 DEMO = [json.loads(line) for line in (REPO / "examples" / "traces" / "demo.jsonl").read_text("utf-8").splitlines()]

@@ -12,8 +12,11 @@ import sys
 from pathlib import Path
 
 import pandas as pd
+import pytest
 
 from .workflow_helpers import REPO, env_for, make_workdir, snakefile
+
+pytestmark = pytest.mark.workflow
 
 DEMO = [json.loads(line) for line in (REPO / "examples/traces/demo.jsonl").read_text("utf-8").splitlines()]
 

@@ -25,6 +25,8 @@ from thinkprobe.graph import EDGE_TYPES, NODE_TYPES
 from thinkprobe.metrics import DIMENSIONS, METRIC_NAMES
 from thinkprobe.traces import extract_reasoning
 
+pytestmark = pytest.mark.fast
+
 REPO = Path(__file__).resolve().parents[1]
 EXAMPLES = REPO / "examples"
 DEMO = EXAMPLES / "traces" / "demo.jsonl"

@@ -67,6 +67,8 @@ def _kill_tree(proc: subprocess.Popen) -> None:
     psutil.wait_procs(kids, timeout=30)
 
 
+@pytest.mark.engine
+@pytest.mark.workflow
 @pytest.mark.slow
 def test_collect_sigkill_rerun_and_added_run(tmp_path):
     wd = make_workdir(tmp_path / "wd", _config())
@@ -122,6 +124,8 @@ def test_collect_sigkill_rerun_and_added_run(tmp_path):
     assert {k: v for k, v in _snapshot(store).items() if k in after} == after
 
 
+@pytest.mark.engine
+@pytest.mark.workflow
 def test_collection_config_errors_and_gpu_requests(tmp_path):
     cfg = _config()
     cfg["collection"]["jobs"] = [{"model": "gpt-nope", "question_set": "tiny"}]

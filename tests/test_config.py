@@ -13,6 +13,8 @@ from thinkprobe.params import Params, ParamsError, load_params, parameter_specs
 
 from .workflow_helpers import REPO
 
+pytestmark = pytest.mark.fast
+
 SCHEMA = load_schema(REPO / "config" / "schema.yaml")
 CONFIG = yaml.safe_load((REPO / "config" / "config.yaml").read_text())
 

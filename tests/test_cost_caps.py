@@ -8,10 +8,13 @@ from __future__ import annotations
 import math
 
 import numpy as np
+import pytest
 
 from thinkprobe.params import Params
 from thinkprobe.pipeline import analyze
 from thinkprobe.traces import Trace
+
+pytestmark = pytest.mark.fast
 
 
 class CountingEncoder:

@@ -41,6 +41,8 @@ def default_run(tmp_path_factory):
     return wd
 
 
+@pytest.mark.engine
+@pytest.mark.workflow
 def test_exclusions_hold_only_the_broken_models_records(default_run):
     res = default_run / "results"
     excl = pd.read_parquet(res / "tables/exclusions.parquet")
@@ -55,6 +57,8 @@ def test_exclusions_hold_only_the_broken_models_records(default_run):
     assert "model_a/open_demo/ethical-dilemmas-01/1" not in set(excl["trace_id"]) | set(metrics["trace_id"])
 
 
+@pytest.mark.engine
+@pytest.mark.workflow
 def test_pages_model_summaries_and_links_are_in_the_report(default_run):
     res = default_run / "results"
     pages = sorted(p.relative_to(res / "pages").with_suffix("").as_posix() for p in (res / "pages").rglob("*.html"))
@@ -70,6 +74,7 @@ def test_pages_model_summaries_and_links_are_in_the_report(default_run):
     assert "Traces" in report and "Models" in report
 
 
+@pytest.mark.workflow
 def test_trajectory_page_in_chromium(default_run, tmp_path):
     res = default_run / "results"
     status = pd.read_parquet(res / "trajectories/join_status.parquet")

@@ -92,6 +92,7 @@ def st_encoder():
     return load_encoder(EncoderParams(backend="sentence-transformers"))
 
 
+@pytest.mark.fast
 def test_packaged_weights_give_the_quickstart_similarities(encoder):
     assert encoder.encoder_id.split("|")[:2] == ["all-MiniLM-L6-v2", "onnx"]
     v = encoder.encode(QUICKSTART)
@@ -104,6 +105,7 @@ def test_packaged_weights_give_the_quickstart_similarities(encoder):
     assert sim[1, 2] == pytest.approx(0.1411, abs=1e-3)
 
 
+@pytest.mark.slow
 def test_onnx_matches_sentence_transformers(encoder, st_encoder):
     assert len(SENTENCES) >= 60
     name, folder = resolve_model("all-MiniLM-L6-v2")
@@ -119,6 +121,7 @@ def test_onnx_matches_sentence_transformers(encoder, st_encoder):
     assert diff.max() < 1e-5, f"max abs difference {diff.max():.2e} on {SENTENCES[worst][:60]!r}"
 
 
+@pytest.mark.slow
 def test_long_text_is_truncated_like_sentence_transformers(encoder, st_encoder):
     tok = encoder.backend.tokenizer
     tok.no_truncation()
@@ -135,6 +138,7 @@ def test_long_text_is_truncated_like_sentence_transformers(encoder, st_encoder):
     assert np.abs(a - ref).max() < 1e-5
 
 
+@pytest.mark.fast
 def test_batch_composition_does_not_change_vectors(encoder):
     """Padding within a batch (texts are sorted by length and padded) must not leak into the vectors."""
     backend = encoder.backend
@@ -144,6 +148,7 @@ def test_batch_composition_does_not_change_vectors(encoder):
     assert backend.encode([]).shape == (0, 384)
 
 
+@pytest.mark.fast
 def test_each_distinct_text_is_encoded_once(encoder):
     fresh = Encoder(encoder.backend, "fresh-cache-test", record=True)
     texts = ["alpha beta", "gamma delta", "alpha beta", "epsilon", "gamma delta", "alpha beta", "zeta eta"]
@@ -162,6 +167,7 @@ def test_each_distinct_text_is_encoded_once(encoder):
     assert fresh.encode([]).shape == (0, 384)
 
 
+@pytest.mark.fast
 def test_cache_overflow_keeps_every_requested_text(encoder):
     """When the cache is full, a call mixing cached and new texts must still return every row.
 
@@ -174,6 +180,7 @@ def test_cache_overflow_keeps_every_requested_text(encoder):
     np.testing.assert_array_equal(out[0], first[0])
     np.testing.assert_allclose(out[1], encoder.backend.encode(["four"])[0], atol=1e-6)
 
+@pytest.mark.fast
 def test_cache_overflow_with_more_new_texts_than_the_cache_holds(encoder):
     small = Encoder(encoder.backend, "small-cache-test-2", max_cache=3)
     small.encode(["two"])
@@ -182,16 +189,19 @@ def test_cache_overflow_with_more_new_texts_than_the_cache_holds(encoder):
     np.testing.assert_allclose(out, encoder.backend.encode(["two", *many]), atol=1e-6)
 
 
+@pytest.mark.fast
 def test_load_encoder_returns_one_object_per_process():
     assert load_encoder() is load_encoder()
     assert load_encoder(EncoderParams()) is load_encoder()
 
 
+@pytest.mark.fast
 def test_missing_local_model_names_it():
     with pytest.raises(EncoderError, match="/nonexistent/model"):
         load_encoder(EncoderParams(model="/nonexistent/model"))
 
 
+@pytest.mark.slow
 def test_unknown_hub_id_names_it(monkeypatch):
     # No network here: without offline mode the hub client retries for about a minute before failing
     # (see test_sentence_transformers_backend_never_contacts_the_hub), so force offline mode.
@@ -202,6 +212,7 @@ def test_unknown_hub_id_names_it(monkeypatch):
         load_encoder(EncoderParams(model="no-such-org/no-such-model", backend="sentence-transformers"))
 
 
+@pytest.mark.fast
 def test_onnx_backend_rejects_missing_and_non_bert_folders(tmp_path):
     with pytest.raises(EncoderError, match="/nonexistent/model"):
         load_encoder(EncoderParams(model="/nonexistent/model", backend="onnx"))
@@ -225,6 +236,7 @@ def test_onnx_backend_rejects_missing_and_non_bert_folders(tmp_path):
         load_encoder(EncoderParams(model=str(not_a_model / "README.md")))
 
 
+@pytest.mark.fast
 def test_onnx_graph_is_cached_and_reused(tmp_path, monkeypatch, encoder):
     monkeypatch.setenv("THINKPROBE_CACHE", str(tmp_path / "cache"))
     assert cache_dir() == tmp_path / "cache"
@@ -244,6 +256,7 @@ def test_onnx_graph_is_cached_and_reused(tmp_path, monkeypatch, encoder):
     np.testing.assert_allclose(a, encoder.encode(QUICKSTART), atol=1e-6)
 
 
+@pytest.mark.slow
 def test_sentence_transformers_backend_never_contacts_the_hub(tmp_path):
     """The encoder's promise: "models are never downloaded at run time". A stand-in hub on localhost
     records every request; loading a hub id that is not cached must fail without asking it anything."""

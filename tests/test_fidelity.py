@@ -47,6 +47,7 @@ def _trace(text: str, tid: str = "t") -> Trace:
 
 # ------------------------------------------------------------------------------------------ layer 2
 
+@pytest.mark.fast
 def test_layer2_one_soft_boundary_at_the_topic_change(encoder):
     """Two topics of six sentences in one paragraph: exactly one soft boundary, at the change, class none."""
     text = " ".join(BREAD + ORBITS)
@@ -57,6 +58,7 @@ def test_layer2_one_soft_boundary_at_the_topic_change(encoder):
     assert seg.spans[1].boundary == "none"
 
 
+@pytest.mark.fast
 def test_layer2_new_units_get_class_none_even_with_a_cue(encoder):
     """Algorithm 1 inserts NONE boundaries: a cue phrase at the start of a soft TU is not re-run."""
     orbits = ["Wait, " + ORBITS[0][0].lower() + ORBITS[0][1:], *ORBITS[1:]]
@@ -65,6 +67,7 @@ def test_layer2_new_units_get_class_none_even_with_a_cue(encoder):
     assert seg.spans[1].boundary == "none"
 
 
+@pytest.mark.fast
 def test_layer2_scope_decides_whether_a_cue_paragraph_is_split(encoder):
     """Algorithm 1 (default scope): a cue paragraph is split too, its class stays on the first part only;
     §3.4's reading (scope none_spans) leaves it whole."""
@@ -78,6 +81,7 @@ def test_layer2_scope_decides_whether_a_cue_paragraph_is_split(encoder):
     assert len(seg.spans) == 1 and seg.tiling["new_boundaries"] == 0
 
 
+@pytest.mark.fast
 def test_layer2_off_and_one_topic_give_no_soft_boundary(encoder):
     off = Params.from_dict({"texttiling": {"enabled": False}})
     (seg,) = segment_traces([_trace(" ".join(BREAD + ORBITS))], off, encoder)
@@ -88,6 +92,7 @@ def test_layer2_off_and_one_topic_give_no_soft_boundary(encoder):
 
 # ----------------------------------------------------------------------------------- short traces
 
+@pytest.mark.fast
 def test_a_20_word_trace_is_analysed_with_every_metric_defined(encoder):
     text = "The answer is four because two plus two equals four, and I checked it twice so it is correct now."
     assert len(text.split()) == 20
@@ -103,6 +108,7 @@ def test_a_20_word_trace_is_analysed_with_every_metric_defined(encoder):
         assert m[name] == 0, name
 
 
+@pytest.mark.fast
 def test_two_tu_graph_is_valid_and_defined():
     """Two TUs: layer 3's percentiles of one cosine make it ELAB (s >= P65 = s); all metrics defined."""
     from thinkprobe.graph import build_graph
@@ -117,6 +123,7 @@ def test_two_tu_graph_is_valid_and_defined():
     assert all(math.isfinite(v) for v in m.values())
 
 
+@pytest.mark.fast
 def test_min_words_is_off_by_default_and_still_available(encoder):
     assert Params().input.min_words == 0
     strict = Params.from_dict({"input": {"min_words": 80}})
@@ -126,6 +133,7 @@ def test_min_words_is_off_by_default_and_still_available(encoder):
 
 # ---------------------------------------------------------------------------------- Domain Spread
 
+@pytest.mark.fast
 def test_domain_spread_threshold_is_a_cosine_similarity():
     """Three HYPs at pairwise cosine 0.5: one domain when 0.45 is a similarity, three if it were a distance."""
     a = np.array([1.0, 0.0, 0.0])
@@ -142,6 +150,7 @@ def test_domain_spread_threshold_is_a_cosine_similarity():
 
 # ------------------------------------------------------------------------------------ hostile cost
 
+@pytest.mark.fast
 def test_looping_trace_shows_high_redundancy(encoder):
     """One sentence repeated 2,000 times: no TextTiling valley, so max_unit_sentences cuts it; RR ~ 1."""
     text = " ".join(["I need to check the first step again."] * 2000)
@@ -168,6 +177,7 @@ def test_many_headers_stay_within_the_documented_edge_and_size_bounds(encoder):
     assert size <= 2048 * g.n, size
 
 
+@pytest.mark.fast
 def test_too_many_units_is_an_exclusion_before_encoding():
     class NoEncoder:
         def encode(self, texts):
@@ -239,6 +249,7 @@ def test_boundary_class_shares_per_stage(corpus_ablation):
     assert rows["l4"]["class_convergence"] >= rows["l3"]["class_convergence"]
 
 
+@pytest.mark.fast
 def test_boundary_class_shares_by_hand():
     g = ThoughtGraph(["a", "b", "c", "d", "e"], [(0, 1)] * 5, ["meta", "branch", "none", "none", "convergence"],
                      ["HYP", "HYP", "SPC", "SPC", "SYN"], [0, 1, 1, 1, 1], [], np.eye(5), [1] * 5,

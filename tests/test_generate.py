@@ -20,8 +20,8 @@ LOOP = {"window": 3, "min_repeats": 3, "min_line_chars": 8, "max_retries": 1}
 
 # ----------------------------------------------------------------------------------------- pure logic
 
+@pytest.mark.fast
 def test_split_reasoning_cases():
-    assert split_reasoning("pre <think> a b </think> the answer") == ("a b", "the answer", True) or True
     s = split_reasoning("pre <think> a b </think> the answer")
     assert (s.reasoning, s.answer, s.closed) == ("a b", "the answer", True)
     s = split_reasoning("reasoning only</think>final")  # the template opened the block
@@ -34,6 +34,7 @@ def test_split_reasoning_cases():
     assert s.reasoning is None and s.answer == "The answer is 4."  # never the answer in its place
 
 
+@pytest.mark.fast
 def test_find_loop_worked_by_hand():
     block = "Let me add the numbers again.\nSo the total is twelve.\nThat seems wrong somehow.\n"
     text = "We start with the question here.\n" + block * 4 + "done"
@@ -51,6 +52,7 @@ def test_find_loop_worked_by_hand():
     assert loop is not None and para[:loop.cut].count("The cat sat") == 1
 
 
+@pytest.mark.fast
 def test_unit_seeds_are_stable_and_distinct():
     a = UnitKey("m", "qs", "q1", "1")
     seeds = {unit_seed(0, UnitKey("m", "qs", q, r)) for q in ("q1", "q2") for r in ("1", "2", "3")}
@@ -68,6 +70,7 @@ def _config(**collection):
                            "loop_detection": LOOP, **collection}}
 
 
+@pytest.mark.fast
 def test_plan_batches_units_and_grid():
     plan = plan_collection(_config())
     assert sorted(plan.batches) == [("smollm2", "tiny", "c0000"), ("smollm2", "tiny", "c0001")]
@@ -88,6 +91,7 @@ def test_plan_batches_units_and_grid():
     assert list(found.questions) == ["demo", "tiny"] and len(found.questions["tiny"]) == 3
 
 
+@pytest.mark.fast
 @pytest.mark.parametrize("edit, message", [
     (lambda c: c["collection"]["jobs"][0].update(model="nope"), "unknown model 'nope'"),
     (lambda c: c["collection"]["jobs"][0].update(question_set="nope"), "unknown question set 'nope'"),
@@ -101,12 +105,14 @@ def test_plan_bad_config_names_the_item(edit, message):
         plan_collection(cfg)
 
 
+@pytest.mark.fast
 def test_collected_set_that_is_also_imported_is_refused():
     found = Discovery(models=["model_a"], runs=["1"], questions={"tiny": ["q01"]})
     with pytest.raises(CollectionConfigError, match="both imported"):
         join_collection(found, _config())
 
 
+@pytest.mark.fast
 def test_engine_faults_are_clear_errors(monkeypatch):
     with pytest.raises(EngineError, match="unknown backend 'tgi'"):
         open_engine({"name": "m", "backend": "tgi"})
@@ -130,6 +136,7 @@ def _chat(engine, text):
                                                   add_generation_prompt=True)
 
 
+@pytest.mark.engine
 def test_identical_call_reproduces_and_runs_differ(vllm_engine):
     prompt = _chat(vllm_engine, "Name three uses of a paperclip.")
     specs = [SamplingSpec(n=1, temperature=0.8, max_tokens=24, seed=s) for s in (11, 12, 13)]
@@ -147,6 +154,7 @@ def test_identical_call_reproduces_and_runs_differ(vllm_engine):
         assert vllm_engine.tokenizer().decode(c.token_ids, skip_special_tokens=True).strip() == c.text.strip()
 
 
+@pytest.mark.engine
 def test_token_id_prompts_are_used_verbatim_and_share_the_cache(vllm_engine):
     tok = vllm_engine.tokenizer()
     ids = tok.encode(_chat(vllm_engine, "Describe a lighthouse at night in detail. " * 20), add_special_tokens=False)
@@ -157,6 +165,7 @@ def test_token_id_prompts_are_used_verbatim_and_share_the_cache(vllm_engine):
     assert again[0].cached_tokens is not None and again[0].cached_tokens >= 64  # whole 32-token blocks reused
 
 
+@pytest.mark.engine
 def test_prompt_longer_than_the_context_is_a_per_prompt_error(vllm_engine):
     good = _chat(vllm_engine, "Say hello.")
     too_long = list(range(100, 100 + vllm_engine.max_model_len + 5))
@@ -197,6 +206,7 @@ def _params(plan_cfg, model_extra=None, variant="cot"):
     return params
 
 
+@pytest.mark.engine
 def test_collect_batch_stores_each_unit_once(vllm_engine, tmp_path):
     cfg = _config()
     params = _params(cfg)
@@ -238,6 +248,7 @@ def test_collect_batch_stores_each_unit_once(vllm_engine, tmp_path):
     assert doc["generation"]["token_ids"] == docs[UnitKey(**unit).path]["token_ids"]
 
 
+@pytest.mark.engine
 def test_response_without_reasoning_is_retried_then_excluded(vllm_engine, tmp_path):
     cfg = _config(runs=1)
     params = _params(cfg, {"think_prefill": False}, variant="plain")
@@ -252,6 +263,7 @@ def test_response_without_reasoning_is_retried_then_excluded(vllm_engine, tmp_pa
     assert len({a["seed"] for a in doc["provenance"]["attempts"]}) == 2
 
 
+@pytest.mark.fast
 def test_units_stored_with_other_settings_are_never_overwritten(tmp_path):
     from thinkprobe.generate.collect import StaleUnits, unit_settings
 

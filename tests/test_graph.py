@@ -9,6 +9,8 @@ from thinkprobe.graph import (InvariantError, ThoughtGraph, build_graph, check_i
                               cross_segment_arcs, semantic_trajectory)
 from thinkprobe.params import ClassificationParams, CrossSegmentParams, TrajectoryParams
 
+pytestmark = pytest.mark.fast
+
 
 def unit(*v):
     v = np.asarray(v, dtype=np.float64)

@@ -9,11 +9,14 @@ from __future__ import annotations
 import json
 
 import pandas as pd
+import pytest
 
 from thinkprobe.stages.ingest import import_shard
 from thinkprobe.stages.tables import aggregate
 from thinkprobe.units import UnitKey, discover
 from tests.workflow_helpers import REPO
+
+pytestmark = pytest.mark.fast
 
 
 def _inputs(tmp_path):

@@ -23,6 +23,8 @@ from thinkprobe.pipeline import analyze
 from thinkprobe.text import count_tokens
 from thinkprobe.traces import extract_reasoning, Trace
 
+pytestmark = pytest.mark.fast
+
 T = [
     "The question asks how a mid-sized city should cut traffic in its centre. "
     "I will compare two policies and then decide which one to recommend to the council.",

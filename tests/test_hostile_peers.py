@@ -19,6 +19,8 @@ from thinkprobe.generate.faults import TransientFailures
 
 from .test_trajectory_sampling import Chars as _SamplingChars
 
+pytestmark = pytest.mark.fast
+
 KEY = "sk-thinkprobe-hostile-3c1d"
 
 

@@ -92,10 +92,12 @@ def _family(script: Path) -> str:
     return "analysis"
 
 
+@pytest.mark.fast
 def test_every_family_has_rule_scripts():
     assert {_family(s) for s in SCRIPTS} == {"analysis", "stats", "trajectories", "collection", "report"}
 
 
+@pytest.mark.fast
 @pytest.mark.parametrize("script", SCRIPTS, ids=lambda s: f"{_family(s)}-{s.stem}")
 def test_rule_script_runs_its_body_inside_job_log(script):
     """Everything but the imports of the log itself runs inside ``with job_log(snakemake.log[0])``."""
@@ -130,6 +132,7 @@ def failed_jobs(tmp_path_factory):
     return tmp, json.loads(line[len("RESULTS "):])
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("script", SCRIPTS, ids=lambda s: f"{_family(s)}-{s.stem}")
 def test_a_failing_job_of_every_rule_leaves_its_traceback_in_its_log(failed_jobs, script):
     tmp, results = failed_jobs
@@ -148,6 +151,7 @@ def _config(**stats):
     return lambda: validate_config(cfg, load_schema(REPO / "config" / "schema.yaml"), "study.yaml")
 
 
+@pytest.mark.fast
 def test_second_encoder_of_the_shipped_corpus_study_is_installed_by_the_setup():
     """config/corpus-study.yaml names the packaged second encoder; the set-up's extras install it."""
     import yaml
@@ -163,6 +167,7 @@ def test_second_encoder_of_the_shipped_corpus_study_is_installed_by_the_setup():
     _config(sensitivity_encoder=spec)()  # accepted
 
 
+@pytest.mark.fast
 def test_an_unavailable_second_encoder_is_refused_before_any_job_with_its_key():
     from thinkprobe.config import ConfigError
 
@@ -172,6 +177,7 @@ def test_an_unavailable_second_encoder_is_refused_before_any_job_with_its_key():
     assert "study.yaml" in str(err.value)
 
 
+@pytest.mark.fast
 def test_a_packaged_second_encoder_whose_package_is_missing_names_the_install_command(monkeypatch):
     from thinkprobe.config import ConfigError
     from thinkprobe.stats import sensitivity
@@ -249,6 +255,7 @@ def rules(tmp_path_factory):
     return workflow_rules(tmp_path_factory.mktemp("rules"))
 
 
+@pytest.mark.workflow
 def test_every_rule_scripts_code_param_covers_what_its_script_reaches(rules):
     """For each rule: its `code` hash was computed from a module list containing every module the functions
     its script calls reach (thinkprobe.codedeps), so editing any of them reruns the rule."""
@@ -270,6 +277,7 @@ def test_every_rule_scripts_code_param_covers_what_its_script_reaches(rules):
     assert {n for n, r in rules.items() if not r["script"] and r["code"] is None} >= {"collected_trace"}
 
 
+@pytest.mark.workflow
 def test_editing_the_encoder_reruns_traj_join_and_only_the_rules_that_encode(tmp_path, rules):
     """End to end: a copy of the package with encoder.py edited changes the `code` param of exactly the
     rules whose code reaches the encoder (traj_join among them), and of no other rule."""
@@ -290,6 +298,7 @@ def test_editing_the_encoder_reruns_traj_join_and_only_the_rules_that_encode(tmp
 
 # ------------------------------------------------------------------------------ one home per fact
 
+@pytest.mark.fast
 def test_engine_and_model_defaults_live_in_one_module_and_the_schema_reads_them():
     """The schema states no literal default for a model entry's keys; load_schema fills them from
     thinkprobe.generate.defaults, and they satisfy the schema's own constraints."""
@@ -320,6 +329,7 @@ def test_engine_and_model_defaults_live_in_one_module_and_the_schema_reads_them(
     assert vllm_engine.ENGINE_DEFAULTS is defaults.VLLM_ENGINE_DEFAULTS
 
 
+@pytest.mark.fast
 def test_a_default_for_an_undeclared_key_is_refused(tmp_path):
     from thinkprobe.config import ConfigError, load_schema
 
@@ -331,6 +341,7 @@ def test_a_default_for_an_undeclared_key_is_refused(tmp_path):
         load_schema(schema)
 
 
+@pytest.mark.workflow
 def test_a_missing_question_set_file_stops_the_workflow_at_parse_time_naming_it(tmp_path):
     """A question set a collection job uses is loaded when the workflow is parsed: a missing file is an
     error naming the set and the file before any job runs (no engine is started)."""
@@ -351,6 +362,8 @@ def test_a_missing_question_set_file_stops_the_workflow_at_parse_time_naming_it(
     assert "Job stats" not in out and not (wd / "results").exists()
 
 
+@pytest.mark.engine
+@pytest.mark.workflow
 def test_failing_jobs_of_every_rule_family_leave_their_traceback_under_snakemake(tmp_path):
     """Real Snakemake jobs, one per family, each given a corrupt input (or an unavailable model), fail; each
     log ends with the job's traceback (the stats logs were empty before, issue 18)."""
@@ -396,6 +409,7 @@ def test_failing_jobs_of_every_rule_family_leave_their_traceback_under_snakemake
             f"{rule}: the log does not end with the error: {text.strip().splitlines()[-1]}"
 
 
+@pytest.mark.fast
 def test_a_collection_model_that_is_not_available_here_is_refused_with_its_key(tmp_path):
     from thinkprobe.config import ConfigError, load_schema, validate_config
 

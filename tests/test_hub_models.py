@@ -88,6 +88,8 @@ def _tree_contains(folder: Path, needle: bytes) -> list[str]:
     return hits
 
 
+@pytest.mark.engine
+@pytest.mark.workflow
 @pytest.mark.slow
 def test_hub_model_collected_offline_through_the_rules(tmp_path):
     """A cache in the hub's layout, `snakemake fetch_models`, then collection: only fetch_model asks the hub,
@@ -129,6 +131,8 @@ def test_hub_model_collected_offline_through_the_rules(tmp_path):
             assert stat.S_IMODE(p.stat().st_mode) == 0o644, p
 
 
+@pytest.mark.engine
+@pytest.mark.workflow
 def test_hub_model_bad_inputs_are_errors_naming_the_key(tmp_path):
     """Unknown id, unknown revision, a model neither cached nor reachable (offline and hub down), no chat
     template, a tensor-parallel size above a node's GPUs, a study that cannot fit the context: each stops
@@ -175,6 +179,7 @@ def test_hub_model_bad_inputs_are_errors_naming_the_key(tmp_path):
         assert "models.bad.hub_id = 'not a hub id'" in parse_error({"bad": _hub_model("not a hub id")})
 
 
+@pytest.mark.engine
 def test_cached_snapshot_refuses_a_half_filled_snapshot(tmp_path):
     from thinkprobe.generate.hub import HubModelError, cached_snapshot, import_folder, snapshot_manifest
 
@@ -188,6 +193,7 @@ def test_cached_snapshot_refuses_a_half_filled_snapshot(tmp_path):
         cached_snapshot("smol", HUB_ID, "main", cache, manifest)
 
 
+@pytest.mark.engine
 def test_converted_builtin_model_respects_the_umask():
     """The converted SmolLM2 folder (shared cache on a cluster): no file is private to its writer."""
     folder = _smollm2_folder()

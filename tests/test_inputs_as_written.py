@@ -8,9 +8,12 @@ import json
 
 import networkx as nx
 import pandas as pd
+import pytest
 
 from thinkprobe.cli import main
 from thinkprobe.traces import extract_reasoning, read_traces
+
+pytestmark = pytest.mark.fast
 
 BODY = ("First I add the two numbers given in the question, which gives seven.\n\n"
         "Wait, maybe I should check the second number again before I answer.\n\n"

@@ -10,6 +10,8 @@ from scipy.cluster.hierarchy import fcluster, linkage
 from thinkprobe import metrics as M
 from thinkprobe.graph import ThoughtGraph
 
+pytestmark = pytest.mark.fast
+
 
 def random_graph(seed: int, n: int = 14) -> ThoughtGraph:
     rng = np.random.default_rng(seed)

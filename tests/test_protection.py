@@ -10,6 +10,7 @@ import hashlib
 import json
 import os
 
+import pytest
 import yaml
 
 from thinkprobe import protect
@@ -42,6 +43,8 @@ def _sha(path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
+@pytest.mark.engine
+@pytest.mark.workflow
 def test_a_changed_sampling_parameter_is_refused_before_any_job(tmp_path):
     for sidecar in (True, False):  # the identity sidecar, or (older batches) the batch's own provenance
         cfg = default_config()
@@ -88,6 +91,7 @@ def test_a_changed_sampling_parameter_is_refused_before_any_job(tmp_path):
         assert _sha(batch) == before
 
 
+@pytest.mark.fast
 def test_identity_ignores_tuning_knobs_and_names_changes(tmp_path):
     base = SamplingConfig(n=4, max_tokens=96).as_dict()
     model = {"name": "m", "backend": "vllm", "path": "m", "engine": {"max_num_seqs": 256}}
@@ -107,6 +111,8 @@ def test_identity_ignores_tuning_knobs_and_names_changes(tmp_path):
         assert protect.changed({str(f): protect.identity(base, other)}) == [(str(f), "the model")]
 
 
+@pytest.mark.engine
+@pytest.mark.workflow
 def test_a_decoding_batch_is_compared_with_its_own_decoding(tmp_path):
     """A ``b0000-<decoding>`` batch records its decoding's settings: planning again with the same config
     passes; changing that decoding's temperature is refused, naming the batch."""

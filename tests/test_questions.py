@@ -15,6 +15,8 @@ from thinkprobe.generate.questions import (
 
 from .conftest import corpus_path
 
+pytestmark = pytest.mark.fast
+
 DOMAINS = {"Ethical Dilemmas", "Philosophical Inquiry", "Strategic Planning", "Creative Ideation", "Geopolitics",
            "Economics", "Scientific Reasoning", "Public Policy", "Technology and Society", "Counterfactual History"}
 

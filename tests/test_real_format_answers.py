@@ -19,6 +19,8 @@ import pytest
 
 from thinkprobe.trajectories.parsing import extract_math_answer, parse_answer
 
+pytestmark = pytest.mark.fast
+
 FIXTURE = Path(__file__).parent / "data" / "real_format_answers.jsonl"
 ENTRIES = [json.loads(line) for line in FIXTURE.read_text(encoding="utf-8").splitlines() if line.strip()]
 

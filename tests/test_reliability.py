@@ -124,6 +124,7 @@ def hostile(tmp_path_factory):
     return wd, failed, completed
 
 
+@pytest.mark.workflow
 def test_workflow_accounts_for_every_input_despite_hostile_records(hostile):
     wd, failed, completed = hostile
     assert completed.returncode == 0, completed.stdout + completed.stderr
@@ -146,6 +147,7 @@ def test_workflow_accounts_for_every_input_despite_hostile_records(hostile):
     assert by_qid.loc["pm", "stage"] == "metrics" and "injected metrics failure" in by_qid.loc["pm", "reason"]
 
 
+@pytest.mark.workflow
 def test_unicode_ids_stay_distinct_and_keep_their_original_form(hostile):
     wd, _, completed = hostile
     metrics = pd.read_parquet(wd / "results/tables/metrics.parquet")
@@ -161,6 +163,7 @@ def test_unicode_ids_stay_distinct_and_keep_their_original_form(hostile):
     assert not excl["reason"].str.contains("duplicate").any()
 
 
+@pytest.mark.workflow
 def test_a_failed_job_leaves_its_traceback_in_its_log(hostile):
     wd, failed, _ = hostile
     assert failed.returncode != 0
@@ -170,6 +173,7 @@ def test_a_failed_job_leaves_its_traceback_in_its_log(hostile):
     assert "aggregate:" in (wd / "results/logs/aggregate.log").read_text("utf-8")  # the rerun's own log
 
 
+@pytest.mark.workflow
 def test_outputs_respect_the_umask(hostile):
     wd, _, _ = hostile
     files = [p for p in (wd / "results").rglob("*") if p.is_file() and "logs" not in p.parts]
@@ -178,6 +182,7 @@ def test_outputs_respect_the_umask(hostile):
     assert modes == {0o644}, sorted(oct(m) for m in modes)
 
 
+@pytest.mark.workflow
 def test_a_blank_line_at_the_top_of_an_input_reruns_nothing(hostile):
     wd, _, _ = hostile
     good = Path(yaml.safe_load((wd / "config/config.yaml").read_text())["inputs"][0]["path"])
@@ -190,6 +195,7 @@ def test_a_blank_line_at_the_top_of_an_input_reruns_nothing(hostile):
         good.write_bytes(original)
 
 
+@pytest.mark.workflow
 def test_segment_provenance_records_the_encoder_device(hostile):
     wd, _, _ = hostile
     doc = json.loads((wd / "results/segments/m/s/q1/1.json").read_text("utf-8"))
@@ -236,6 +242,7 @@ def cli_run(tmp_path_factory):
     return src, out, proc, expected, n_inputs
 
 
+@pytest.mark.fast
 def test_cli_accounts_for_every_hostile_input(cli_run):
     src, out, proc, expected, n_inputs = cli_run
     assert proc.returncode == 0, proc.stderr
@@ -250,6 +257,7 @@ def test_cli_accounts_for_every_hostile_input(cli_run):
     assert any("line 7" in r for r in reasons.values())  # the deep record is located
 
 
+@pytest.mark.fast
 def test_cli_unicode_ids_get_distinct_graph_files(cli_run):
     _, out, _, _, _ = cli_run
     metrics = pd.read_parquet(out / "metrics.parquet")
@@ -260,6 +268,7 @@ def test_cli_unicode_ids_get_distinct_graph_files(cli_run):
         assert graph["graph"]["record_id"] == q
 
 
+@pytest.mark.fast
 def test_cli_reused_out_drops_stale_graphs_and_respects_umask(cli_run):
     _, out, proc, _, _ = cli_run
     assert not (out / "graphs" / "stale-from-an-earlier-run.json").exists()
@@ -268,6 +277,7 @@ def test_cli_reused_out_drops_stale_graphs_and_respects_umask(cli_run):
     assert len(graphs) == len(pd.read_parquet(out / "metrics.parquet"))
 
 
+@pytest.mark.fast
 def test_cli_out_pointing_at_a_file_is_a_clear_error(tmp_path):
     target = tmp_path / "a-file"
     target.write_text("keep me")
@@ -279,6 +289,7 @@ def test_cli_out_pointing_at_a_file_is_a_clear_error(tmp_path):
 
 # ------------------------------------------------------------------------------------------- file modes
 
+@pytest.mark.fast
 @pytest.mark.parametrize("umask, mode", [(0o022, 0o644), (0o027, 0o640), (0o002, 0o664)])
 def test_atomic_writes_respect_the_umask(tmp_path, umask, mode):
     from thinkprobe.outputs import atomic_write_bytes
@@ -293,6 +304,7 @@ def test_atomic_writes_respect_the_umask(tmp_path, umask, mode):
 
 # ------------------------------------------------------------------------------- ids and the job log
 
+@pytest.mark.fast
 def test_safe_id_is_injective_and_matches_the_wildcards():
     import re
 
@@ -304,6 +316,7 @@ def test_safe_id_is_injective_and_matches_the_wildcards():
     assert safe_id("q1") == "q1" and safe_id("a_b") == "a_b"
 
 
+@pytest.mark.fast
 def test_job_log_keeps_the_traceback_of_a_failing_script(tmp_path):
     script = tmp_path / "job.py"
     log = tmp_path / "logs" / "job.log"
@@ -323,6 +336,7 @@ def test_job_log_keeps_the_traceback_of_a_failing_script(tmp_path):
 
 # ------------------------------------------------------------------------ code hashes (issue 9, item 8)
 
+@pytest.mark.fast
 def test_stage_module_lists_follow_the_real_imports():
     from thinkprobe.stages import graph, ingest, metrics, segment, tables
 
@@ -344,6 +358,7 @@ def _stage_hashes(package_root: Path) -> dict[str, str]:
                                      check=True, cwd=package_root).stdout)
 
 
+@pytest.mark.fast
 @pytest.mark.parametrize("module, changed", [("traces.py", {"graph", "segment"}), ("metrics.py", {"metrics"})])
 def test_editing_a_module_changes_exactly_the_stage_hashes_that_use_it(tmp_path, module, changed):
     import shutil
@@ -356,6 +371,7 @@ def test_editing_a_module_changes_exactly_the_stage_hashes_that_use_it(tmp_path,
     assert {stage for stage in before if before[stage] != after[stage]} == changed
 
 
+@pytest.mark.fast
 def test_onnx_cache_key_follows_the_builder_source(tmp_path):
     import shutil
 
@@ -394,6 +410,7 @@ def _model_copy(tmp_path: Path, **config_changes) -> Path:
     return copy
 
 
+@pytest.mark.fast
 @pytest.mark.parametrize("change, fragment", [({"hidden_act": "relu"}, "hidden_act is 'relu'"),
                                                ({"position_embedding_type": "relative_key"}, "position_embedding_type")])
 def test_onnx_backend_refuses_a_bert_it_cannot_reproduce(tmp_path, change, fragment):
@@ -407,6 +424,7 @@ def test_onnx_backend_refuses_a_bert_it_cannot_reproduce(tmp_path, change, fragm
     assert onnx_problem(_model_copy(tmp_path / "ok")) is None
 
 
+@pytest.mark.fast
 def test_cuda_requested_without_a_gpu_falls_back_to_cpu_with_a_warning(caplog):
     from thinkprobe.encoder import load_encoder, onnx_providers
 
@@ -422,6 +440,7 @@ def test_cuda_requested_without_a_gpu_falls_back_to_cpu_with_a_warning(caplog):
     assert enc.encode(["a sentence"]).shape == (1, 384)
 
 
+@pytest.mark.fast
 def test_auto_device_uses_cuda_only_when_a_gpu_is_assigned(monkeypatch):
     from thinkprobe.encoder import wanted_device
 
@@ -435,6 +454,7 @@ def test_auto_device_uses_cuda_only_when_a_gpu_is_assigned(monkeypatch):
 
 # ------------------------------------------------------------------------------ configuration (item 9)
 
+@pytest.mark.workflow
 def test_config_errors_name_the_key_before_any_job(tmp_path):
     cfg = {"inputs": [{"path": "examples/traces/demo.jsonl", "question_set": "demo"}],
            "units": {"models": ["model_a", "model_a"], "runs": [1, "1"]},
@@ -451,6 +471,7 @@ def test_config_errors_name_the_key_before_any_job(tmp_path):
     assert "units.models lists 'model_a' more than once" in err and "units.runs lists '1' more than once" in err
 
 
+@pytest.mark.workflow
 def test_units_models_naming_no_model_of_the_inputs_says_so(tmp_path):
     cfg = {"inputs": [{"path": "examples/traces/demo.jsonl", "question_set": "demo"}],
            "units": {"models": ["model_z"]}}
@@ -460,6 +481,7 @@ def test_units_models_naming_no_model_of_the_inputs_says_so(tmp_path):
     assert "units.models = ['model_z']" in err and "models ['model_a', 'model_b']" in err
 
 
+@pytest.mark.workflow
 @pytest.mark.parametrize("module, stages", [
     ("thinkprobe/traces.py", {"import_traces", "segment", "graph", "metrics"}),
     ("thinkprobe/metrics.py", {"metrics"}),

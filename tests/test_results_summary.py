@@ -15,6 +15,8 @@ from thinkprobe.metrics import METRIC_NAMES
 from thinkprobe.profile import trace_profiles
 from thinkprobe.stats import claims, confound, cycles, discriminability, robustness, summary
 
+pytestmark = pytest.mark.fast
+
 ROOT = Path(__file__).resolve().parents[1]
 
 

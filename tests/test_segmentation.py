@@ -8,6 +8,8 @@ from thinkprobe.lexicon import LexiconError, load_cues
 from thinkprobe.params import SegmentationParams
 from thinkprobe.segmentation import segment, split_sentences, structural_blocks
 
+pytestmark = pytest.mark.fast
+
 
 def texts(spans, text):
     return [text[s.start:s.end] for s in spans]

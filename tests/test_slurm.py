@@ -21,7 +21,7 @@ import yaml
 from .conftest import missing
 from .workflow_helpers import REPO, analysis_config, env_for, make_workdir, snakefile, snakemake
 
-pytestmark = pytest.mark.slurm
+pytestmark = [pytest.mark.slurm, pytest.mark.workflow]
 PROFILE = str(REPO / "profiles" / "slurm")
 
 

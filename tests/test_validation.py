@@ -24,6 +24,7 @@ def _check(edit) -> str:
     return str(err.value)
 
 
+@pytest.mark.fast
 @pytest.mark.parametrize("where, value", [
     (("analysis", "trajectory", "elab_percentile"), float("nan")),
     (("analysis", "segmentation", "max_units"), float("inf")),
@@ -42,6 +43,7 @@ def test_nan_and_infinities_are_rejected_naming_the_key(where, value):
     assert f"{'.'.join(where)} = {value!r} is not allowed" in msg
 
 
+@pytest.mark.fast
 def test_sampling_overrides_are_validated_at_every_level():
     msg = _check(lambda c: c["collection"]["jobs"][1]["sampling"].update(temperature=-0.5))
     assert "collection.jobs.1.sampling.temperature = -0.5 is not allowed: must be > 0" in msg
@@ -55,6 +57,8 @@ def test_sampling_overrides_are_validated_at_every_level():
     validate_config(ok, SCHEMA)  # the same keys as collection.sampling pass
 
 
+@pytest.mark.engine
+@pytest.mark.workflow
 def test_names_that_must_exist_elsewhere_stop_planning(tmp_path):
     cfg = default_config()
     cfg["units"] = {"models": ["smollm2", "smolm2"]}  # a typo, with collection supplying the grid
@@ -71,6 +75,7 @@ def test_names_that_must_exist_elsewhere_stop_planning(tmp_path):
     assert "MissingInputException" not in out
 
 
+@pytest.mark.fast
 def test_a_run_written_1_0_is_run_1(tmp_path):
     src = tmp_path / "runs.jsonl"
     recs = [{"id": "a", "model": "m", "question_id": "q", "run": 1.0, "text": "<think>x y z.</think>"},

@@ -53,6 +53,7 @@ def _graph(types, edges):
     return {"nodes": nodes, "edges": [{"source": s, "target": d, "edge_type": e} for s, d, e in edges]}
 
 
+@pytest.mark.fast
 def test_only_typed_edges_become_arcs():
     from thinkprobe.view.page import typed_arcs
 
@@ -62,6 +63,7 @@ def test_only_typed_edges_become_arcs():
     assert typed_arcs(g) == [(1, 2, "BRCH"), (2, 0, "BACK"), (3, 0, "SYNT"), (3, 1, "SYNT"), (3, 2, "CRIT")]
 
 
+@pytest.mark.fast
 def test_radar_of_a_constant_profile_is_a_pentagon_not_a_line():
     import re
 
@@ -75,6 +77,7 @@ def test_radar_of_a_constant_profile_is_a_pentagon_not_a_line():
     assert max(xs) - min(xs) > 40 and max(ys) - min(ys) > 40
 
 
+@pytest.mark.fast
 def test_profile_scores_average_each_dimension():
     from thinkprobe.view.page import profile_scores
 
@@ -82,6 +85,7 @@ def test_profile_scores_average_each_dimension():
     assert scores == {"d1": -1.0, "d2": None}
 
 
+@pytest.mark.fast
 def test_distribution_chart_has_one_column_per_checkpoint_and_marks_gold_and_flags():
     from thinkprobe.view.svg import distribution_chart
 
@@ -97,6 +101,7 @@ def test_distribution_chart_has_one_column_per_checkpoint_and_marks_gold_and_fla
     assert svg.count("BACK unit") == 1 and "t_commit" in svg and "72 (gold)" in svg
 
 
+@pytest.mark.fast
 def test_show_names_a_unit_that_is_not_there(tmp_path):
     res = _thinkprobe("show", "m/q/1/1", "--results", str(tmp_path), "--out", str(tmp_path / "p.html"))
     assert res.returncode == 2
@@ -130,6 +135,7 @@ def _check_page(html: Path, graph: dict, tmp: Path) -> tuple[float, list[str]]:
     return max(ms / 1000, 0.0), [f"{wall:.2f}"]
 
 
+@pytest.mark.slow
 def test_page_of_a_corpus_trace_in_chromium(tmp_path):
     src = corpus_path("steering-thinking-llms", "compare-base-reasoning", "results", "vars",
                       "reasoning_comparison_deepseek-r1-distill-llama-8b.json")
@@ -142,6 +148,7 @@ def test_page_of_a_corpus_trace_in_chromium(tmp_path):
     _check_page(html, graph, tmp_path)
 
 
+@pytest.mark.slow
 def test_page_of_a_long_trace_is_small_and_fast(tmp_path):
     trace = _one_record(corpus_path(*LONG_TRACE), 39, tmp_path / "long.json", "reasoning_text")
     from thinkprobe.text import count_tokens
@@ -156,6 +163,7 @@ def test_page_of_a_long_trace_is_small_and_fast(tmp_path):
     assert seconds < 2.0, f"page rendered in {seconds:.2f} s"
 
 
+@pytest.mark.fast
 def test_show_scores_against_a_given_metrics_table(tmp_path):
     import pandas as pd
 

@@ -18,6 +18,8 @@ from thinkprobe.metrics import METRIC_NAMES
 from .conftest import corpus_path
 from .workflow_helpers import REPO, env_for, job_counts, make_workdir, snakefile, snakemake, with_analysis, write_config
 
+pytestmark = pytest.mark.workflow
+
 AGGREGATES = {"analysis_batch": 1, "aggregate": 1, "profiles": 1, "figures": 1, "report_tables": 1, "all": 1,
               "trace_pages": 1, "model_summaries": 1}
 STAGES = ("import_traces", "segment", "graph", "metrics")
