@@ -1,10 +1,23 @@
-"""Trajectory sampling on CPU with SmolLM2: rule throughput, prefix reuse, forced answers, sequential stopping.
+"""Trajectory benchmarks: answer labelling throughput (no engine), and sampling on CPU with SmolLM2.
 
-    .venv/bin/python bench/trajectory_bench.py                 # 2 GSM8K items of ../shared/corpus (else the demo set)
+    THINKPROBE_CORPUS=<corpus checkout> .venv/bin/python bench/trajectory_bench.py --labels   # labels only
+    .venv/bin/python bench/trajectory_bench.py                 # sampling: 2 GSM8K items ($THINKPROBE_CORPUS or the demo)
     .venv/bin/python bench/trajectory_bench.py --items 3 --n 8 --max-tokens 64
     .venv/bin/python bench/trajectory_bench.py --max-tokens 0       # budget unset: to the end or the context's end
 
-One engine, one process, one run:
+``--labels`` (no engine, seconds): label throughput (answers per second) of the answer parser on
+``--answers`` (10,000) real-format answers drawn (seed 0) from the real texts of the corpus: MATH solutions
+as the benchmark writes them and with their ``\\boxed`` removed, GSM8K reference solutions, the answers of
+DeepSeek-R1 distills after ``</think>`` (two corpora), the MMLU answers of DeepSeek-R1, QwQ and
+Gemini-thinking (answer part and whole response), and the committed real-format fixture
+(``tests/data/real_format_answers.jsonl``). Each text is distinct, so the parser's cache never answers. Three
+passes over the same texts: ``parse_answer`` (a finished continuation), the labeller on the same texts as
+chain-of-thought continuations cut by the budget (``continuation_label``: since issue 25 only a complete
+answer statement), and the bad inputs of issue 25 (100k characters of several shapes, unbalanced braces,
+nested and empty boxes), each timed with a 120 s limit. The thinkprobe on ``PYTHONPATH`` is measured, so
+the same script times an older checkout (``PYTHONPATH=<old tree>``).
+
+Sampling (default), one engine, one process, one run:
 
 1. realized traces: one chain of thought per item, sampled with the `cot` prompt (think prefill, as the
    embedded default's collection does), max ``--trace-tokens`` tokens;
@@ -18,13 +31,15 @@ One engine, one process, one run:
 6. sequential stopping on the full continuations (the first n of N i.i.d. samples are a sequential sample):
    continuations saved and median / max TV against fixed N;
 7. why the full continuations stopped: the shares ended by end-of-sequence, a stop string, the budget and
-   the context (the share cut by the budget is what a too-small budget costs: those labels are null).
+   the context (the share cut by the budget is what a too-small budget costs: those labels are null unless a
+   complete answer statement came before the cut).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import tempfile
 import time
@@ -32,8 +47,147 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "bench"))
-CORPUS_GSM8K = ROOT.parent / "shared" / "corpus" / "benchmarks" / "gsm8k" / "test.jsonl"
+CORPUS_GSM8K = Path(os.environ.get("THINKPROBE_CORPUS") or ROOT / "no-corpus") / "benchmarks" / "gsm8k" / "test.jsonl"
 DEMO = ROOT / "examples" / "questions" / "gsm8k_demo.jsonl"
+FIXTURE = ROOT / "tests" / "data" / "real_format_answers.jsonl"
+
+
+# ---------------------------------------------------------------- label throughput (no engine)
+
+def _jsonl(path: Path) -> list[dict]:
+    with open(path, encoding="utf-8") as fh:
+        return [json.loads(line) for line in fh if line.strip()]
+
+
+def real_format_answers(corpus: Path) -> list[tuple[str, str, str]]:
+    """(source, task, text) of every real-format answer text of the corpus and the fixture, distinct."""
+    import glob
+    import re
+
+    out: list[tuple[str, str, str]] = [("fixture", e["task"], e["text"]) for e in _jsonl(FIXTURE)]
+    out += [("gsm8k solution", "gsm8k", r["answer"]) for r in _jsonl(corpus / "benchmarks/gsm8k/test.jsonl")]
+    for r in _jsonl(corpus / "benchmarks/math-evaluation-harness/data/math/test.jsonl"):
+        out.append(("math solution", "math", r["solution"]))
+        unboxed = re.sub(r"\\boxed\{((?:[^{}]|\{[^{}]*\})*)\}", r"\1", r["solution"])
+        out.append(("math solution unboxed", "math", unboxed))
+    vars_ = corpus / "steering-thinking-llms/compare-base-reasoning/results/vars"
+    for path in sorted(vars_.glob("reasoning_comparison_deepseek-*.json")):
+        for r in json.loads(path.read_text(encoding="utf-8")):
+            text = r["response"]
+            if "</think>" in text:
+                out.append(("r1-distill answer", "math", text.split("</think>", 1)[1]))
+    interp = corpus / "thinking-llms-interp/generate-responses/results/vars"
+    for path in sorted(interp.glob("*.json")):
+        for r in json.loads(path.read_text(encoding="utf-8")):
+            if "</think>" in r["full_response"]:
+                out.append(("r1-distill answer (interp)", "math", r["full_response"].split("</think>", 1)[1]))
+    for path in sorted(glob.glob(str(corpus / "thought-branches/faithfulness/good_problems/*.json"))):
+        for r in json.loads(Path(path).read_text(encoding="utf-8")):
+            out.append(("mmlu answer part", "arc", r["post_reasoning"]))
+            out.append(("mmlu whole response", "arc", r["response_text"]))
+    seen, distinct = set(), []
+    for src, task, text in out:
+        if (task, text) not in seen and text.strip():
+            seen.add((task, text))
+            distinct.append((src, task, text))
+    return distinct
+
+
+def bad_inputs() -> list[tuple[str, str]]:
+    """The bad inputs of issue 25: 100k characters of several shapes, unbalanced, nested and empty boxes."""
+    n = 100_000
+    return [
+        ("100k prose", ("Half of 18 is 9, so 9 * 2 = 18 apples. " * 3000)[:n]),
+        ("100k unclosed \\[", "\\[" * (n // 2)),
+        ("100k unbalanced {", "{" * n),
+        ("100k $", "$" * n),
+        ("100k runaway box", "\\boxed{" + "1+" * (n // 2) + "1}"),
+        ("5,000 nested boxes", "\\boxed{" * 5000 + "5" + "}" * 5000),
+        ("100k \\begin{align}", "\\begin{align}" * (n // 13)),
+        ("100k lines of spaces", ("a\n" + " " * 50) * (n // 52)),
+        ("nested empty box", "\\boxed{\\boxed{}}"),
+        ("empty box", "\\boxed{}"),
+        ("unbalanced box", "The answer is \\boxed{\\frac{1}{2}"),
+    ]
+
+
+def _timed(fn, limit: float) -> tuple[float, str]:
+    """Seconds and outcome of ``fn()`` (main thread, SIGALRM after ``limit`` seconds)."""
+    import signal
+
+    class _Late(Exception):
+        pass
+
+    def _alarm(*_):
+        raise _Late
+
+    old = signal.signal(signal.SIGALRM, _alarm)
+    signal.setitimer(signal.ITIMER_REAL, limit)
+    t0 = time.perf_counter()
+    try:
+        out = repr(fn())[:24]
+    except _Late:
+        out = f"over {limit:.0f} s (stopped)"
+    except Exception as err:  # noqa: BLE001 - the benchmark reports it
+        out = f"{type(err).__name__}: {err}"[:40]
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, old)
+    return time.perf_counter() - t0, out
+
+
+def label_bench(args) -> None:
+    import random
+    import subprocess
+
+    from table import print_table
+
+    import thinkprobe
+    from thinkprobe.trajectories.labelling import continuation_label
+    from thinkprobe.trajectories.parsing import parse_answer
+
+    corpus = Path(args.corpus or os.environ.get("THINKPROBE_CORPUS") or "")
+    if not (corpus / "benchmarks").is_dir():
+        sys.exit("--labels needs the real-trace corpus: pass --corpus DIR or set THINKPROBE_CORPUS")
+    pool = real_format_answers(corpus)
+    random.Random(0).shuffle(pool)
+    answers = pool[:args.answers]
+    parse_answer("\\boxed{\\frac{1}{2}}", "math")  # imports math-verify and sympy outside the timing
+    rows = [("thinkprobe measured", str(Path(thinkprobe.__file__).parent.parent)),
+            ("commit", subprocess.run(["git", "-C", str(Path(thinkprobe.__file__).parent), "rev-parse", "--short",
+                                       "HEAD"], capture_output=True, text=True).stdout.strip() or "(not a checkout)"),
+            ("answers (distinct real-format texts)", f"{len(answers)} of {len(pool)}")]
+    per_task: dict[str, list[float]] = {}
+    labelled = 0
+    t_all = time.perf_counter()
+    for _, task, text in answers:
+        t0 = time.perf_counter()
+        labelled += parse_answer(text, task) is not None
+        per_task.setdefault(task, []).append(time.perf_counter() - t0)
+    wall = time.perf_counter() - t_all
+    rows.append(("**finished answers: answers/s**", f"**{len(answers) / wall:.0f}** ({wall:.2f} s)"))
+    rows.append(("finished answers: labelled (not null)", f"{labelled / len(answers):.3f}"))
+    for task, times in sorted(per_task.items()):
+        times.sort()
+        p99 = 1000 * times[int(0.99 * (len(times) - 1))]
+        rows.append((f"  {task}: n / answers/s / p99 ms / max ms",
+                     f"{len(times)} / {len(times) / sum(times):.0f} / {p99:.1f} / {1000 * times[-1]:.1f}"))
+    labelled = 0
+    t_all = time.perf_counter()
+    for _, task, text in answers:
+        cont = {"text": text + " ", "finish_reason": "length", "stop": "budget"}  # distinct from pass 1: no cache
+        labelled += continuation_label(cont, task, "full", False) is not None
+    wall = time.perf_counter() - t_all
+    rows.append(("**cut by the budget (continuation_label): answers/s**",
+                 f"**{len(answers) / wall:.0f}** ({wall:.2f} s)"))
+    rows.append(("cut by the budget: labelled (not null)", f"{labelled / len(answers):.3f}"))
+    for name, text in bad_inputs():
+        for task in ("gsm8k", "arc", "math"):
+            seconds, out = _timed(lambda: parse_answer(text, task), args.bad_limit)
+            rows.append((f"bad input: {name}, {task} (s, label)", f"{seconds:.3f}, {out}"))
+    print_table(rows)
+    if args.json:
+        Path(args.json).write_text(json.dumps({"rows": rows}, indent=1))
 
 
 def _reset_cache(engine) -> None:
@@ -50,7 +204,14 @@ def main() -> None:
                     help="token budget of one full continuation (0: unset, to its end or the context's end)")
     ap.add_argument("--trace-tokens", type=int, default=192)
     ap.add_argument("--json", metavar="FILE", help="also write the figures as JSON")
+    ap.add_argument("--labels", action="store_true", help="label throughput only (no engine)")
+    ap.add_argument("--answers", type=int, default=10_000, help="--labels: real-format answers labelled")
+    ap.add_argument("--corpus", help="--labels: the real-trace corpus (default: $THINKPROBE_CORPUS)")
+    ap.add_argument("--bad-limit", type=float, default=120.0, help="--labels: seconds allowed per bad input")
     args = ap.parse_args()
+    if args.labels:
+        label_bench(args)
+        return
 
     from table import print_table
 

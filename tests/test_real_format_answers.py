@@ -1,11 +1,15 @@
-"""The answer parser on real-format answers (issue 15): a committed fixture of 108 answers with their labels.
+"""The answer parser on real-format answers (issue 15, issue 25): a committed fixture of 149 answers with their labels.
 
 ``tests/data/real_format_answers.jsonl`` holds, one per line, ``task``, ``text``, the expected label
 (``expected``, read by hand; or ``gold``, the benchmark's own gold answer whose label is expected) and
 ``source`` naming where the text came from: the text after ``</think>`` of DeepSeek-R1 distills
 (steering-thinking-llms), DeepSeek-R1's MMLU answers (thought-branches), MATH algebra solutions as the
 benchmark writes them and the same solutions with the ``\\boxed`` macro removed, GSM8K reference solutions,
-and the outputs quoted in the issue. The fixture is committed, so the test needs no corpus.
+and the outputs quoted in issue 15 and issue 25. Issue 25 added 41: the answer forms R1-style, QwQ and
+gpt-oss models write (thin-space thousands, units inside ``\\text``, ARC letters in other wrappers, a short
+prose final line), each alone as quoted and inside a real answer of the corpus whose final answer was
+rewritten in that form (the source says which line and what was rewritten). The fixture is committed, so the
+test needs no corpus.
 
 Equivalence: for every MATH entry with a ``gold`` or a ``pair`` (an equivalent or a different answer
 written another way), math-verify decides whether the extracted answer and the other one are the same
@@ -26,7 +30,7 @@ ENTRIES = [json.loads(line) for line in FIXTURE.read_text(encoding="utf-8").spli
 
 
 def test_fixture_is_large_and_mixed():
-    assert len(ENTRIES) >= 100
+    assert len(ENTRIES) >= 149
     tasks = {e["task"] for e in ENTRIES}
     assert tasks == {"math", "gsm8k", "arc"}
     unboxed = [e for e in ENTRIES if e["task"] == "math" and "\\boxed" not in e["text"]]

@@ -16,8 +16,8 @@ Public interface
     Task in ``gsm8k``, ``svamp``, ``arc``, ``math``. ``None`` is the null label. Equivalent answers map
     to the same canonical label string, and a label parses to itself, so the gold label is
     ``parse_answer(question.gold, task)`` (see :mod:`thinkprobe.trajectories.parsing`; the box reader,
-    digit keys and task list are :mod:`thinkprobe.answers`). Label a continuation cut off by the token
-    budget None yourself (it never stated an answer).
+    digit keys and task list are :mod:`thinkprobe.answers`). A text cut off by the token budget or the
+    context is read with ``parse_cut_answer`` (a complete answer statement only, else None).
 ``dynamics(states: Sequence[Mapping[str | None, float]], tau: float = 0.8, positions=None) -> dict``
     Trajectory metrics (see :mod:`thinkprobe.trajectories.dynamics`): ``s_eff`` (mean over checkpoints
     of exp(entropy)), ``s_eff_profile``, ``entropy_profile``, ``switches``, ``recurrence``,
@@ -59,10 +59,11 @@ One trace record (a JSON object)::
       ...                              # free: provenance, status, exclusion reason
     }
 
-A checkpoint may also carry ``n_cut_budget``, ``n_cut_context`` and ``n_null`` (continuations cut by the
-budget or the context, and null labels), which ``trace_summary`` sums. An ``incomplete`` record (or one
-whose last labelled checkpoint is not ``cot_tokens_realized``) gets no K-dependent measure
-(:data:`~thinkprobe.trajectories.aggregates.K_DEPENDENT`).
+A checkpoint may also carry ``n_cut_budget``, ``n_cut_context``, ``n_cut_labelled`` and ``n_null``
+(continuations cut by the budget or the context, cut ones labelled from a complete answer statement, and
+null labels), which ``trace_summary`` sums. An incomplete record
+(:func:`~thinkprobe.trajectories.labelling.trajectory_incomplete`: its final checkpoint, at K, has no
+labels) gets no K-dependent or cumulative measure (:data:`~thinkprobe.trajectories.aggregates.K_DEPENDENT`).
 
 Labels in ``labels`` must already be canonical (output of :func:`parse_answer`); the analysis does not
 re-parse. A checkpoint with an empty ``labels`` list (skipped, e.g. prefix longer than the context) is

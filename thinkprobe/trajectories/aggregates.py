@@ -25,6 +25,7 @@ from thinkprobe.trajectories.distributions import (
     trajectory_record_to_states,
 )
 from thinkprobe.trajectories.dynamics import SCALAR_METRICS, dynamics
+from thinkprobe.trajectories.labelling import trajectory_incomplete
 from thinkprobe.trajectories.mechanisms import MECHANISMS, mechanism
 from thinkprobe.trajectories.parsing import TASKS, parse_answer
 
@@ -69,7 +70,12 @@ def trace_summary(record: Mapping, tau: float = 0.8, support: str = "exp_entropy
         scalars of :func:`dynamics` (``t_commit`` in prefix tokens); ``incomplete`` (the last labelled
         checkpoint is not K: the :data:`K_DEPENDENT` measures are None, ``cot_tokens`` stays K and
         ``cot_tokens_sampled`` is the last sampled position); ``n_continuations`` and the sums of the
-        checkpoints' ``n_cut_budget``, ``n_cut_context`` and ``n_null``.
+        checkpoints' ``n_cut_budget``, ``n_cut_context``, ``n_cut_labelled`` and ``n_null``.
+
+        An incomplete trajectory (:func:`~thinkprobe.trajectories.labelling.trajectory_incomplete`: no
+        labelled final checkpoint) keeps its ids, outcome (``correct`` is the realized trace's own answer),
+        ``gold_dominant`` over the checkpoints sampled, counts and ``cot_tokens``; every measure of
+        :data:`K_DEPENDENT` is None.
 
     Raises
     ------
@@ -81,7 +87,7 @@ def trace_summary(record: Mapping, tau: float = 0.8, support: str = "exp_entropy
     positions = [c.get("prefix_tokens", c["checkpoint_index"]) for c in checkpoints]
     dyn = dynamics(states, tau=tau, positions=positions, support=support)
     k_realized = record.get("cot_tokens_realized")
-    incomplete = bool(record.get("incomplete")) or (k_realized is not None and positions[-1] != k_realized)
+    incomplete = trajectory_incomplete(record)
     gold, endpoint = _canonical(record, "gold"), _canonical(record, "endpoint_label")
     row: dict[str, Any] = {k: record.get(k) for k in ID_COLUMNS}
     for key, value in record.items():
@@ -111,7 +117,7 @@ def trace_summary(record: Mapping, tau: float = 0.8, support: str = "exp_entropy
     row["t_commit_index"] = dyn["t_commit_index"]
     row["committed_answer"] = dyn["committed_answer"]
     row["t_commit_frac"] = (None if dyn["t_commit"] is None else (dyn["t_commit"] / cot if cot else 0.0))
-    if incomplete:  # the last state is not p_K: nothing that reads the end of the trajectory is defined
+    if incomplete:  # the states stop before p_K: nothing read at the end or accumulated over K is defined
         for key in K_DEPENDENT:
             row[key] = None
     for key in CUT_COUNTS:
@@ -120,12 +126,15 @@ def trace_summary(record: Mapping, tau: float = 0.8, support: str = "exp_entropy
     return row
 
 
-#: Measures that read p_K, the state at the final checkpoint: undefined for an ``incomplete`` trajectory
-#: (its last sampled checkpoint is not K: the context ended before it, or a reduced cap cut it).
-K_DEPENDENT = ("t_commit", "t_commit_index", "t_commit_frac", "committed_answer", "r_direct", "mechanism",
-               "endpoint_prediction", "motion_center", "motion_concentration")
+#: Measures that read p_K, the state at the final checkpoint, or accumulate over the whole trajectory (every
+#: scalar of :func:`dynamics`: S_eff and entropy means, switches, recurrence, dominant answers, path length,
+#: motion, R_direct, commitment), the mechanism and the endpoint prediction: undefined for an
+#: ``incomplete`` trajectory (its states stop before K: the context ended, or a reduced cap cut it), whose
+#: sums and means over a cut-short range would be biased by where the cut fell.
+K_DEPENDENT = (*SCALAR_METRICS, "t_commit_index", "t_commit_frac", "committed_answer", "mechanism",
+               "endpoint_prediction")
 #: Per-checkpoint counts of the trajectory records (``label_document``), summed per trace.
-CUT_COUNTS = ("n_cut_budget", "n_cut_context", "n_null")
+CUT_COUNTS = ("n_cut_budget", "n_cut_context", "n_cut_labelled", "n_null")
 
 
 def _canonical(record: Mapping, key: str) -> str | None:
@@ -176,9 +185,13 @@ def condition_table(traces: pd.DataFrame, by: Sequence[str] = ("model", "task"),
     mean CoT length, the mean of every metric (undefined values skipped, with the count of defined
     ones as ``n_<metric>``) and the share of each mechanism among the ``n_mechanism`` traces with a
     mechanism (NaN for a condition without gold answers); ``n_incomplete`` (trajectories without their
-    final checkpoint); and over all continuations the shares cut by the budget (``share_cut_budget``), by
-    the context (``share_cut_context``), either (``share_cut``), and labelled null (``share_null``: no
-    parsable answer, whatever the reason)."""
+    final checkpoint) and ``n_complete``: the metric means and mechanism shares average complete
+    trajectories only (an incomplete one has no :data:`K_DEPENDENT` measure), so ``n_complete`` is how many
+    they can average (``n_<metric>`` <= ``n_complete``), while ``n_traces``, ``accuracy`` and ``cot_tokens``
+    count every trace; and over all continuations the shares cut by the budget (``share_cut_budget``), by
+    the context (``share_cut_context``), either (``share_cut``), cut yet labelled from a complete answer
+    statement (``share_cut_labelled``), and labelled null (``share_null``: no parsable answer, whatever the
+    reason)."""
     by = list(by)
     frame = traces.copy()
     frame[list(metrics)] = _numeric(frame, metrics)
@@ -196,7 +209,9 @@ def condition_table(traces: pd.DataFrame, by: Sequence[str] = ("model", "task"),
         out[f"share_{name}"] = shares[name] if name in shares else 0.0
     out["n_mechanism"] = groups["mechanism"].count()
     if "incomplete" in frame:
+        frame["incomplete"] = frame["incomplete"].fillna(False).astype(bool)
         out["n_incomplete"] = groups["incomplete"].sum().astype(int)
+        out["n_complete"] = out["n_traces"] - out["n_incomplete"]
     if "n_continuations" in frame:
         total = groups["n_continuations"].sum()
         cut = groups["n_cut_budget"].sum() + groups["n_cut_context"].sum()
@@ -204,6 +219,8 @@ def condition_table(traces: pd.DataFrame, by: Sequence[str] = ("model", "task"),
         out["share_cut_budget"] = groups["n_cut_budget"].sum() / total.where(total > 0)
         out["share_cut_context"] = groups["n_cut_context"].sum() / total.where(total > 0)
         out["share_cut"] = cut / total.where(total > 0)
+        if "n_cut_labelled" in frame:
+            out["share_cut_labelled"] = groups["n_cut_labelled"].sum() / total.where(total > 0)
         out["share_null"] = groups["n_null"].sum() / total.where(total > 0)
     share_cols = [f"share_{n}" for n in MECHANISMS]
     has = out["n_mechanism"] > 0
@@ -400,12 +417,6 @@ def _grid_states(record: Mapping, grid: int) -> list[dict | None]:
     return out
 
 
-def _incomplete(record: Mapping) -> bool:
-    cps = _ordered_checkpoints(record)
-    k = record.get("cot_tokens_realized")
-    return bool(record.get("incomplete")) or (bool(cps) and k is not None and cps[-1].get("prefix_tokens") != k)
-
-
 def _outcome(record: Mapping) -> dict:
     gold, endpoint = _canonical(record, "gold"), _canonical(record, "endpoint_label")
     if gold is None:
@@ -436,7 +447,7 @@ def disagreement(records: Sequence[Mapping], grid: int = 11,
     """
     by_item: dict[tuple, dict[str, Mapping]] = {}
     for rec in records:
-        if not _ordered_checkpoints(rec) or _incomplete(rec):
+        if not _ordered_checkpoints(rec) or trajectory_incomplete(rec):
             continue
         by_item.setdefault(tuple(rec.get(k) for k in item_keys), {})[rec["model"]] = rec
     summaries = {id(rec): _outcome(rec) for models in by_item.values() for rec in models.values()}

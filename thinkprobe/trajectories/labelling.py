@@ -1,19 +1,37 @@
 """Labelling: stored continuations -> canonical answer labels, one trajectory record per trace.
 
 Split out of :mod:`thinkprobe.trajectories.sampling`: labelling is a separate, cheap step, so a parser
-change never costs GPU time. Labels read:
+change never costs GPU time. Every text is first cut at the stop strings of the trace's prompt style
+(:func:`thinkprobe.answers.cut_at_stop`). Then a continuation that *finished* (stop reason ``eos`` or
+``stop_string``) is read as follows:
 
 * full estimator, native reasoner: the text after ``</think>`` (found from the token ids where sampling
-  recorded ``think_closed``); without it, a continuation that ended on its own (weak prompted models
-  forget the tag) is parsed strictly (an anchored answer such as "The answer is 12" only), one cut by the
-  budget or the context is null (it never finished its reasoning);
-* full estimator, chain of thought: the whole continuation; one cut (``length``) is parsed strictly (an
-  anchored answer only, else null), one that ended on its own non-strictly;
+  recorded ``think_closed``), parsed normally; without ``</think>`` (weak prompted models forget the tag)
+  the whole text strictly (an anchored answer such as "The answer is 12" only);
+* full estimator, chain of thought: the whole continuation, parsed normally;
 * forced estimator: ``cue + text`` (see :mod:`thinkprobe.trajectories.forced`).
 
-Every text is first cut at the stop strings of the trace's prompt style (:func:`thinkprobe.answers.cut_at_stop`).
-Per checkpoint the record counts the continuations cut by the budget and by the context apart from the
-null labels, and a record whose final checkpoint (K) has no labels is ``incomplete``.
+**Cut output.** A continuation whose stop reason is the budget, the context or an engine error did not
+finish. The trajectory paper labels the *answer sequence* a continuation generates after its reasoning
+(its section 3 and App. A.1: a deterministic parser maps each generated answer to one label, null for an
+invalid output), so a cut continuation is labelled only from a complete answer statement written before
+the cut (:func:`thinkprobe.trajectories.parsing.parse_cut_answer`: a box or an anchored answer, kept only
+when nothing the text could have gone on with at the cut would change it), else null:
+
+* native reasoner whose reasoning did not close (no ``</think>``): null, it never began its answer;
+* native reasoner whose answer part was cut: the complete statement of the answer part, else null;
+* chain of thought and forced answers: the complete anchored statement (the answer form the prompt or
+  the cue asks for), else null. ``"... so 9 * 2 = 1"`` cut by the budget is null, never the answer 1.
+
+We chose this reading over "every cut continuation is null" because a model that has written
+``\\boxed{18}`` or "The answer is 18." and then runs on (an explanation after the answer, a weak model
+repeating itself) has generated its answer sequence in full; the stricter reading would make such
+continuations null and measure the budget instead of the model. A text whose stop string cut it
+(``cut_at_stop`` found one) ended its answer there and counts as finished.
+
+Per checkpoint the record counts the continuations cut by the budget and by the context (``n_cut_budget``,
+``n_cut_context``), the cut ones that still got a label (``n_cut_labelled``) and the null labels
+(``n_null``); :func:`trajectory_incomplete` is the one definition of an incomplete trajectory.
 """
 
 from __future__ import annotations
@@ -31,9 +49,16 @@ def continuation_label(cont: Mapping[str, Any], task: str | None, cfg_or_estimat
     ``stop``: the stop strings of the trace's prompt style; the text is cut at the first one before parsing,
     so an invented follow-up question never decides the label (continuations sampled without them too).
     Where sampling recorded the reasoning end from the token ids (``think_closed``/``answer_text``, for a
-    tokenizer with a ``</think>`` token) that decides; else ``</think>`` is searched in the text.
+    tokenizer with a ``</think>`` token) that decides; else ``</think>`` is searched in the text. A
+    continuation that did not finish (:func:`finished` is False) keeps only a complete answer statement.
+
+    >>> cut = {"text": "Half of 18 is 9, so 9 * 2 = 1", "finish_reason": "length", "stop": "budget"}
+    >>> continuation_label(cut, "gsm8k", "full", native=False) is None
+    True
+    >>> continuation_label({**cut, "stop": "eos", "finish_reason": "stop"}, "gsm8k", "full", native=False)
+    '1'
     """
-    from .parsing import parse_answer
+    from .parsing import parse_answer, parse_cut_answer
 
     if task is None:
         return None
@@ -41,21 +66,40 @@ def continuation_label(cont: Mapping[str, Any], task: str | None, cfg_or_estimat
     if not isinstance(cfg_or_estimator, str):
         cues = cfg_or_estimator.answer_cues
     text = cont.get("text") or ""
+    done = finished(cont)
+
+    def label(answer: str, strict: bool = False) -> str | None:
+        kept = cut_at_stop(answer, stop)
+        if done or len(kept) < len(answer):  # finished, or a stop string ended the answer before the cut
+            return parse_answer(kept, task, strict=strict)
+        return parse_cut_answer(kept, task)
+
     if estimator == "forced":
-        return parse_answer(cut_at_stop(forced_answer_text(task, text, cues), stop), task)
-    if native:
-        if "think_closed" in cont:
-            if cont["think_closed"]:
-                return parse_answer(cut_at_stop(cont.get("answer_text") or "", stop), task)
-            pos = -1
-        else:
-            pos = text.find("</think>")
-        if pos >= 0:
-            return parse_answer(cut_at_stop(text[pos + len("</think>"):], stop), task)
-        if cont.get("finish_reason") != "stop":
-            return None
-        return parse_answer(cut_at_stop(text, stop), task, strict=True)
-    return parse_answer(cut_at_stop(text, stop), task, strict=cont.get("finish_reason") == "length")
+        return label(forced_answer_text(task, text, cues))
+    if not native:
+        return label(text)
+    if "think_closed" in cont:
+        if cont["think_closed"]:
+            return label(cont.get("answer_text") or "")
+        pos = -1
+    else:
+        pos = text.find("</think>")
+    if pos >= 0:
+        return label(text[pos + len("</think>"):])
+    if not done:
+        return None  # the reasoning never closed: no answer sequence began
+    return label(text, strict=True)
+
+
+def finished(cont: Mapping[str, Any]) -> bool:
+    """Whether a continuation ended on its own (end of sequence or a stop string), not cut by the budget,
+    the context or an engine error."""
+    return _stop_reason(cont) in FINISHED
+
+
+#: Stop reasons of a continuation that ended on its own; every other one (``budget``, ``context``,
+#: ``error``) cut it.
+FINISHED = ("eos", "stop_string")
 
 
 def _stop_reason(cont: Mapping[str, Any]) -> str:
@@ -112,17 +156,24 @@ def label_document(doc: Mapping[str, Any], task: str | None = None, gold: str | 
     cps = []
     for c in doc["checkpoints"]:
         ok = c["status"] == "ok"
-        labels = [continuation_label(x, task, doc.get("estimator", "full"), r["native"], cues, stop)
-                  for x in c["continuations"]] if ok else []
-        reasons = [_stop_reason(x) for x in c["continuations"]] if ok else []
+        labels = []
+        for i, x in enumerate(c["continuations"] if ok else []):
+            try:
+                labels.append(continuation_label(x, task, doc.get("estimator", "full"), r["native"], cues, stop))
+            except Exception as err:  # noqa: BLE001 - one unreadable continuation is a null label, not a lost batch
+                labels.append(None)
+                record["notes"].append(f"checkpoint {c['checkpoint_index']} continuation {i}: no label "
+                                       f"({type(err).__name__}: {err})"[:300])
+        conts = c["continuations"] if ok else []
+        reasons = [_stop_reason(x) for x in conts]
         cps.append({k: v for k, v in c.items() if k not in ("continuations", "seeds")} | {
             "labels": labels, "n_cut_budget": reasons.count("budget"), "n_cut_context": reasons.count("context"),
+            "n_cut_labelled": sum(label is not None and not finished(x) for x, label in zip(conts, labels)),
             "n_null": sum(label is None for label in labels)})
         if not ok:
             record["notes"].append(f"checkpoint {c['checkpoint_index']} {c['status']}: {c.get('reason')}")
     record["checkpoints"] = cps
-    final = [c for c in cps if c.get("prefix_tokens") == r["k"] and c["labels"]]
-    record["incomplete"] = not final
+    record["incomplete"] = trajectory_incomplete(record)
     if record["incomplete"]:
         record["notes"].append(f"incomplete: the final checkpoint (K = {r['k']} reasoning tokens) has no labels; "
                                "K-dependent measures are not computed")
@@ -130,3 +181,35 @@ def label_document(doc: Mapping[str, Any], task: str | None = None, gold: str | 
         record["status"], record["stage"] = "excluded", "trajectory_label"
         record["reason"] = "no checkpoint could be sampled: " + "; ".join(record["notes"][:3])
     return record
+
+
+def trajectory_incomplete(record: Mapping[str, Any]) -> bool:
+    """Whether a trajectory record lacks its final state p_K: the one definition, used by the labeller (the
+    record's ``incomplete`` flag), the trace rows and the disagreement table.
+
+    The final checkpoint is the one at K reasoning tokens (``prefix_tokens == cot_tokens_realized``); for a
+    record that gives no K or no positions (a hand-written one), the last checkpoint it lists (highest
+    ``checkpoint_index``). The trajectory is incomplete when that checkpoint is missing or has no labels
+    (the context ended before it, ``max_reasoning_tokens`` capped the positions, its sampling failed), or
+    when the record says so itself (``incomplete: true``).
+
+    >>> cps = [{"checkpoint_index": 0, "prefix_tokens": 0, "labels": ["7"]},
+    ...        {"checkpoint_index": 1, "prefix_tokens": 16, "labels": []}]
+    >>> trajectory_incomplete({"cot_tokens_realized": 16, "checkpoints": cps})
+    True
+    >>> trajectory_incomplete({"cot_tokens_realized": 16, "checkpoints": cps[:1]})
+    True
+    >>> trajectory_incomplete({"checkpoints": cps[:1]})  # no K given: the last checkpoint listed is final
+    False
+    """
+    if record.get("incomplete"):
+        return True
+    cps = [c for c in record.get("checkpoints") or [] if isinstance(c, Mapping)]
+    if not cps:
+        return True
+    k = record.get("cot_tokens_realized")
+    if k is not None and all(c.get("prefix_tokens") is not None for c in cps):
+        final = [c for c in cps if c["prefix_tokens"] == k]
+    else:
+        final = [max(cps, key=lambda c: c.get("checkpoint_index", -1))]
+    return not any(c.get("labels") for c in final)
