@@ -94,7 +94,7 @@ def test_distribution_chart_has_one_column_per_checkpoint_and_marks_gold_and_fla
     svg = distribution_chart(traj)
     assert svg.count('class="col"') == 3
     assert svg.count('stroke="#000" stroke-width="1.6"') == 2  # the gold answer's two segments
-    assert svg.count("BACK unit") == 1 and "t_commit" in svg and "72 (gold)" in svg
+    assert svg.count("BACK unit") == 1 and "t_commit" in svg and "<bdi>72</bdi> (gold)" in svg
 
 
 def test_show_names_a_unit_that_is_not_there(tmp_path):
