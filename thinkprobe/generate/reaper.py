@@ -283,9 +283,19 @@ def sweep() -> list[str]:
     removed: list[str] = []
     here = boot_id()
     for name in sorted(_listing()):
-        if not (name.startswith(RECORD_PREFIX) and name.endswith(".json")):
+        if not name.startswith(RECORD_PREFIX):
             continue
         path = os.path.join(SHM, name)
+        if name.endswith(".tmp"):  # a record being written; left behind when its writer was killed meanwhile
+            writer = name.rsplit(".", 2)[-2]
+            try:
+                if writer.isdigit() and not os.path.exists(f"/proc/{writer}") and os.lstat(path).st_uid == os.getuid():
+                    os.unlink(path)
+            except OSError:
+                pass
+            continue
+        if not name.endswith(".json"):
+            continue
         try:
             if os.lstat(path).st_uid != os.getuid():
                 continue
@@ -322,6 +332,7 @@ class Watchdog:
 
     def __init__(self, pid: int, record: str):
         self.pid, self.record = pid, record
+        self.started = (_stat(pid) or (0, 0))[1]
 
     def finish(self, timeout: float = EXIT_WAIT_S + 5) -> bool:
         """The engine is closed: the watchdog waits for the engine's processes to exit, removes the segments
@@ -333,11 +344,11 @@ class Watchdog:
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             try:
-                done, _ = os.waitpid(self.pid, os.WNOHANG)
-            except ChildProcessError:
-                return True
-            if done:
-                return True
+                if os.waitpid(self.pid, os.WNOHANG)[0]:
+                    return True
+            except ChildProcessError:  # reaped elsewhere (a SIGCHLD handler): follow it in /proc
+                if not alive(self.pid, self.started):
+                    return True
             time.sleep(0.05)
         return False
 
