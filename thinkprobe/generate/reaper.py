@@ -11,7 +11,7 @@ the engine starts:
 
 * it asks the kernel for a signal when its parent (the job) dies (``PR_SET_PDEATHSIG``, Linux);
 * meanwhile, twice a second, it records the job's descendants (pid and start time, from ``/proc``) and the
-  ``/dev/shm`` entries they map or hold open (by inode, from ``/proc/<pid>/maps`` and ``fd``: a semaphore is
+  new ``/dev/shm`` entries they map or hold open (by inode, from ``/proc/<pid>/maps`` and ``fd``: a semaphore is
   mapped under a temporary name), or that carry their pid in their name (joblib's ``sem.loky-<pid>-*``,
   torch's ``torch_<pid>_*``: created and closed at once, mapped by nobody); the record is a small JSON file
   beside the segments (``/dev/shm/thinkprobe-engine-<job pid>-<start>-<watchdog pid>.json``);
@@ -49,6 +49,7 @@ SHM = "/dev/shm"
 RECORD_PREFIX = "thinkprobe-engine-"
 SCRATCH_PREFIX = "thinkprobe-vllm-"
 POLL_S = 0.5
+ATTRIBUTE_S = 5.0
 EXIT_WAIT_S = 10.0  # how long the engine's processes may take to exit after a kill or a close
 # /dev/shm names that carry their creator's pid: joblib's semaphores, torch's shared tensors
 _PID_NAMED = re.compile(r"^(?:sem\.loky-|torch_)(\d+)[-_]")
@@ -205,18 +206,41 @@ def _read_record(path: str) -> dict[str, Any] | None:
         return None
 
 
-def _observe(record: dict[str, Any], roots: list[int], me: int) -> bool:
-    """Add the live descendants of ``roots`` and the /dev/shm entries of the job's processes to ``record``;
-    whether anything new was seen."""
+def _observe(record: dict[str, Any], roots: list[int], me: int, names: set[str] | None = None) -> bool:
+    """Add the live descendants of ``roots`` to ``record``, and those of the /dev/shm entries ``names`` (all
+    when None) that the job's processes map, hold or name; whether anything new was seen."""
     before = (len(record["processes"]), len(record["segments"]))
     for root in roots:
         record["processes"].update({p: s for p, s in descendants(root).items() if p != me})
-    job_pid, job_start = record["job"]
-    live = {p for p, s in record["processes"].items() if alive(p, s)}
-    if alive(job_pid, job_start):
-        live.add(job_pid)
-    record["segments"] |= shm_names(live)
+    if names is None or names:
+        job_pid, job_start = record["job"]
+        live = {p for p, s in record["processes"].items() if alive(p, s)}
+        if alive(job_pid, job_start):
+            live.add(job_pid)
+        listing = _listing()
+        if names is not None:
+            listing = {n: ino for n, ino in listing.items() if n in names}
+        record["segments"] |= shm_names(live, listing)
     return (len(record["processes"]), len(record["segments"])) != before
+
+
+def _watch(record: dict[str, Any], record_path: str | None, job: int, me: int, stop) -> None:
+    """The watchdog's loop until ``stop()``: the job's processes every :data:`POLL_S`; their maps and open
+    files only when new entries appear in /dev/shm (reading the maps of a large GPU process costs tens of
+    milliseconds), each new entry tried for :data:`ATTRIBUTE_S` (a segment is mapped just after its name
+    appears), then everything once more when the job is gone."""
+    known = set(_listing())
+    pending: dict[str, float] = {}
+    while not stop():
+        now = time.monotonic()
+        listing = set(_listing())
+        pending.update((n, now) for n in listing - known)
+        known = listing | set(pending)
+        if _observe(record, [job], me, set(pending)) and record_path:
+            _write_record(record_path, record)
+        pending = {n: t for n, t in pending.items()
+                   if n in listing and n not in record["segments"] and now - t < ATTRIBUTE_S}
+        time.sleep(POLL_S)
 
 
 def clean(record: dict[str, Any], path: str, kill: bool) -> list[str]:
@@ -391,10 +415,7 @@ def start(scratch: str | os.PathLike | None = None) -> Watchdog | None:
                                   "processes": {}, "segments": set()}
         if record_path:
             _write_record(record_path, record)
-        while not gone and not finishing and os.getppid() == job:
-            if _observe(record, [job], me) and record_path:
-                _write_record(record_path, record)
-            time.sleep(POLL_S)
+        _watch(record, record_path, job, me, lambda: gone or finishing or os.getppid() != job)
         # the job's children were reparented when it died: follow them from what was recorded
         _observe(record, [job, *[p for p, s in record["processes"].items() if alive(p, s)]], me)
         if record_path:
