@@ -34,7 +34,7 @@ def _record(i: int, model: str, qid: str, text: str | None = None) -> dict:
             "text": text if text is not None else DEMO[i]["text"], "domain": DEMO[i].get("domain", "")}
 
 
-RECORDS = [
+RECORDS = [  # one grid for the set: org/model and the override model miss q3 (and q2), so they have "missing" units
     _record(0, "Modell ä", "q1"), _record(1, "Modell ä", "q2"),
     _record(2, "Modell ä", "q3", "no think block in this text, so the record is excluded"),
     _record(3, "org/model", "q1"), _record(4, "org/model", "q2"),
@@ -69,7 +69,8 @@ def test_model_summaries_count_the_traces_and_exclusions_of_ids_as_written(run):
     assert "<bdi>no reasoning</bdi>" in umlaut  # the exclusion's reason
     slash = (pages / f"{safe_id('org/model')}.html").read_text("utf-8")
     assert "<h2>Model <bdi>org/model</bdi></h2>" in slash
-    assert "<p>2 analysed traces." in slash and "<h3>Exclusions (0 units)</h3>" in slash
+    assert "<p>2 analysed traces." in slash and "<h3>Exclusions (1 units)</h3>" in slash
+    assert "<bdi>missing</bdi>" in slash  # q3 is in the set's grid with no record: its row holds the file-safe id
     assert f"../../pages/{safe_id('org/model')}/s/q1/1.html" in slash  # its trace pages are linked
 
 
