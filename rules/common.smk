@@ -27,6 +27,12 @@ except ConfigError as exc:
 config.clear()
 config.update(_validated)
 
+from thinkprobe.planchecks import study_size as _study_size
+
+_too_large = _study_size(config, ".")  # before any list of units is built (join_collection, TrajectoryPlan)
+if _too_large:
+    raise WorkflowError("the study is too large to plan:\n  - " + "\n  - ".join(_too_large))
+
 try:
     PLAN = discover(
         config["inputs"],

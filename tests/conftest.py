@@ -115,3 +115,42 @@ def pytest_collection_modifyitems(config, items):
             "tests without a valid category mark (add `pytestmark = pytest.mark.<one of "
             f"{', '.join(CATEGORIES)}>` at module level, or mark the test):\n  " + "\n  ".join(lines)
         )
+
+
+# ---- the suite leaves nothing in shared memory (issue 28, item 3) -------------------------------------------
+# Every /dev/shm entry created during the session that no live process maps or holds at its end is a leftover
+# (an engine's segment or semaphore, a watchdog's record): listed in the summary, and a failure under CI. Other
+# users' processes on a shared machine can create entries too, so a local run only reports them.
+_SHM = Path("/dev/shm")
+
+
+def _shm_entries() -> set[str]:
+    return set(os.listdir(_SHM)) if _SHM.is_dir() else set()
+
+
+def pytest_sessionstart(session):
+    session.config._shm_before = _shm_entries()
+
+
+def pytest_sessionfinish(session, exitstatus):
+    import time
+
+    before = getattr(session.config, "_shm_before", None)
+    if before is None or not _SHM.is_dir():
+        return
+    from thinkprobe.generate.reaper import cleaning, in_use
+
+    deadline = time.monotonic() + 30  # a killed job's watchdog may still be cleaning
+    while (left := _shm_entries() - before - in_use()) and cleaning() and time.monotonic() < deadline:
+        time.sleep(0.5)
+    session.config._shm_left = sorted(left)
+    if left and IN_CI:
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+
+def pytest_terminal_summary(terminalreporter, exitstatus, config):
+    left = getattr(config, "_shm_left", None)
+    if left:
+        terminalreporter.write_sep("=", f"{len(left)} entries left in {_SHM} by this session", red=True)
+        for name in left:
+            terminalreporter.write_line(f"  {_SHM / name}")

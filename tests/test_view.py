@@ -98,7 +98,7 @@ def test_distribution_chart_has_one_column_per_checkpoint_and_marks_gold_and_fla
     svg = distribution_chart(traj)
     assert svg.count('class="col"') == 3
     assert svg.count('stroke="#000" stroke-width="1.6"') == 2  # the gold answer's two segments
-    assert svg.count("BACK unit") == 1 and "t_commit" in svg and "72 (gold)" in svg
+    assert svg.count("BACK unit") == 1 and "t_commit" in svg and "<bdi>72</bdi> (gold)" in svg
 
 
 @pytest.mark.fast
@@ -108,6 +108,50 @@ def test_show_names_a_unit_that_is_not_there(tmp_path):
     assert "m/q/1/1" in res.stderr and "graph" in res.stderr
     res = _thinkprobe("show", "not-a-unit", "--out", str(tmp_path / "p.html"))
     assert res.returncode == 2 and "model/question_set/question_id/run" in res.stderr
+
+
+def test_show_reads_a_unit_id_as_written_and_names_every_reading_when_ids_hold_slashes(tmp_path):
+    from thinkprobe.traces import safe_id
+    from thinkprobe.view.sources import ShowError, resolve_unit
+
+    def unit(*ids):
+        path = tmp_path / "graphs" / "/".join(safe_id(i) for i in ids[:-1]) / f"{ids[-1]}.json"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text("{}")
+
+    unit("Modell ä", "s", "q1", "1")
+    unit("org/model", "s", "q/1", "1")
+    unit("org", "model", "s/q", "1")
+    assert resolve_unit(tmp_path, "Modell ä/s/q1/1").path == f"{safe_id('Modell ä')}/s/q1/1"
+    assert resolve_unit(tmp_path, f"{safe_id('Modell ä')}/s/q1/1").model == safe_id("Modell ä")
+    assert resolve_unit(tmp_path, "org/model/s/q/1/1").path == f"{safe_id('org/model')}/s/{safe_id('q/1')}/1"
+    with pytest.raises(ShowError, match="names 2 units") as err:  # org/model, s, q, 1 and org, model, s/q, 1
+        unit("org/model", "s", "q", "1")
+        resolve_unit(tmp_path, "org/model/s/q/1")
+    assert f"{safe_id('org/model')}/s/q/1" in str(err.value) and f"org/model/{safe_id('s/q')}/1" in str(err.value)
+    with pytest.raises(ShowError, match="no graph file"):
+        resolve_unit(tmp_path, "Modell ä/s/q2/1")
+
+
+def test_bidirectional_controls_are_shown_and_isolated_in_every_page_kind():
+    import pandas as pd
+
+    from thinkprobe.view.display import plain, shown
+    from thinkprobe.view.summary import model_page
+    from thinkprobe.view.tables import table_page
+
+    evil = "evil\u202eledom"
+    assert shown(evil) == ('<bdi>evil<span class="ctl" title="RIGHT-TO-LEFT OVERRIDE (U+202E), shown, not applied">'
+                           "U+202E</span>ledom</bdi>")
+    assert plain(evil + '"<') == "evil[U+202E]ledom&quot;&lt;"
+    for c in "\u202a\u202b\u202c\u202d\u2066\u2067\u2068\u2069":
+        assert c not in shown(f"a{c}b") and c not in plain(f"a{c}b")
+    table = table_page(pd.DataFrame({"model": [evil], "x": [1.5]}), f"metrics of {evil}")
+    summary = model_page(evil, pd.DataFrame(columns=["level", "model", "n_traces"]),
+                         pd.DataFrame({"model": [evil], "stage": ["import"], "reason": [f"no reasoning: {evil}"]}))
+    for html in (table, summary):
+        assert "\u202e" not in html and "<bdi>evil<span class=\"ctl\"" in html and "<title>" in html
+    assert "<h3>Exclusions (1 units)</h3>" in summary
 
 
 # ---------------------------------------------------------------- real pages in chromium

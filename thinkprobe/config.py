@@ -101,6 +101,7 @@ def _describe(error) -> str:
         "type": lambda v: f"of type {v}",
         "minLength": lambda v: f"at least {v} character(s)",
         "minItems": lambda v: f"at least {v} item(s)",
+        "maxItems": lambda v: f"at most {v} item(s)",
         "pattern": lambda v: f"matching {v}",
     }.get(error.validator)
     if error.validator == "additionalProperties":

@@ -27,10 +27,14 @@ def add_parser(sub) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from ..planchecks import study_size
     from .budget import PlanError, plan_study, study_config
     from .study_checks import check_study
 
     config = study_config(args.configfile, args.directory)
+    too_large = study_size(config, args.directory)  # before any list of units is built
+    if too_large:
+        raise PlanError("the study is too large to plan:\n  - " + "\n  - ".join(too_large))
     problems = check_study(config, args.directory)
     if problems:
         raise PlanError("the study cannot run as configured:\n  - " + "\n  - ".join(problems))

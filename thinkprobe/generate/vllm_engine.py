@@ -18,8 +18,10 @@ Two guards keep one bad prompt from costing the batch, and the CPU engine from c
   when a call's prompt tokens (``n`` copies per prompt) exceed ``max_num_batched_tokens``. Such a call is
   cut, in order, into consecutive engine calls whose prefill fits one step.
 
-Process hygiene: the engine's child processes are killed, and its socket folder removed, when the job
-process dies in any way (:mod:`thinkprobe.generate.reaper`).
+Process hygiene: the engine's child processes are killed, and its shared-memory segments and socket folder
+removed, when the job process dies in any way, by a watchdog or, when the watchdog was killed too, by the
+next engine job on the node; :meth:`VllmEngine.close` has the watchdog remove what the closed engine left
+(:mod:`thinkprobe.generate.reaper`).
 
 Reproducibility: a seeded call gives the same completions when it is repeated with the same batch make-up
 AND the same prefix-cache state. A prompt served from the prefix cache is computed differently, and in bf16
@@ -105,14 +107,14 @@ class VllmEngine:
 
         from . import reaper
 
-        self._scratch = tempfile.mkdtemp(prefix="thinkprobe-vllm-")
+        self._scratch = tempfile.mkdtemp(prefix=reaper.SCRATCH_PREFIX)
         os.environ["VLLM_RPC_BASE_PATH"] = self._scratch
-        reaper.start(self._scratch)
+        self._watchdog = reaper.start(self._scratch)
         started = time.perf_counter()
         try:
             self._llm = LLM(model=str(folder), **self.args)
         except Exception as exc:  # vLLM raises many types; the message is what matters
-            self._remove_scratch()
+            self._finish()
             raise EngineError(f"model {self.model!r}: vLLM could not start on {folder}: {exc}") from exc
         self.start_seconds = time.perf_counter() - started
         tok_file = folder / "tokenizer.json"
@@ -186,16 +188,21 @@ class VllmEngine:
             gens.append(Generation(comps, len(toks), getattr(out, "num_cached_tokens", None), seconds, info=info))
         return gens
 
-    def _remove_scratch(self) -> None:
+    def _finish(self) -> None:
+        """The engine is shut down: its watchdog removes the shared-memory segments and sockets the engine's
+        processes left once they have exited (:meth:`thinkprobe.generate.reaper.Watchdog.finish`)."""
         import shutil
 
+        watchdog, self._watchdog = getattr(self, "_watchdog", None), None
+        if watchdog is not None:
+            watchdog.finish()
         if getattr(self, "_scratch", None):
             shutil.rmtree(self._scratch, ignore_errors=True)
 
     def close(self) -> None:
         llm = getattr(self, "_llm", None)
         if llm is None:
-            self._remove_scratch()
+            self._finish()
             return
         self._llm = None
         try:
@@ -206,4 +213,4 @@ class VllmEngine:
         import gc
 
         gc.collect()
-        self._remove_scratch()
+        self._finish()

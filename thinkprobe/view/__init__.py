@@ -4,6 +4,8 @@
 * :mod:`.page` renders it (with :mod:`.svg` for the radar and the answer distribution);
 * :mod:`.reference` is the reference the page's z-scores are taken against;
 * :mod:`.tables` writes the report's sortable, filterable table pages; :mod:`.summary` the per-model pages;
+* :mod:`.display` shows ids and texts the pages did not write: escaped, bidirectional controls made visible,
+  each value isolated in ``<bdi>``;
 * :mod:`.workflow` is what the workflow's ``trace_pages`` rule does; :mod:`.cli` is ``thinkprobe show``.
 
 Nothing is imported here, so that a stage using one of these modules hashes only the code it uses.

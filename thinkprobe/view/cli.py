@@ -11,7 +11,8 @@ arcs beside the text, the 19 metrics as z-scores with the 5D-CP radar, the answe
 when the unit has one, and the provenance. The page needs no network to be viewed.
 
 TRACE_OR_UNIT is a trace file (.txt/.md/.json/.jsonl, analysed now; --trace-id picks one of several
-traces) or a unit id model/question_set/question_id/run of a results folder (--results, default results).
+traces by its id as written) or a unit model/question_set/question_id/run of a results folder (--results,
+default results), by its ids as written ("Modell ä/demo/q1/1", "org/model/demo/q1/1") or its file-safe path.
 """
 
 
@@ -21,7 +22,7 @@ def add_parser(sub) -> argparse.ArgumentParser:
     p.add_argument("target", metavar="TRACE_OR_UNIT", help="a trace file, or model/question_set/question_id/run")
     p.add_argument("--out", required=True, metavar="PAGE.html", help="where to write the page")
     p.add_argument("--results", default="results", metavar="DIR", help="the results folder of a unit id (default results)")
-    p.add_argument("--trace-id", help="which trace of a trace file (default: its first)")
+    p.add_argument("--trace-id", help="which trace of a trace file, by its id as written (default: its first)")
     p.add_argument("--tau", type=float, default=0.8, help="commitment threshold of the trajectory (default 0.8)")
     p.add_argument("--reference", metavar="METRICS_PARQUET",
                    help="z-scores against this metrics table (default: the results folder's "

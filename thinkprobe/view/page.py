@@ -23,6 +23,7 @@ from typing import Any, Mapping, Sequence
 
 from ..graph import FAMILY_OF, NODE_TYPES
 from ..vocabulary import METRIC_NAMES
+from .display import CONTROL_STYLE, plain, shown
 from .reference import zscore
 from .sources import PageData
 from .svg import distribution_chart, radar
@@ -66,7 +67,7 @@ def _fmt(x: Any, digits: int = 3) -> str:
         return "n/a"
     if isinstance(x, float):
         return f"{x:.{digits}g}" if abs(x) < 1000 else f"{x:,.0f}"
-    return escape(str(x))
+    return shown(x) if isinstance(x, str) else escape(str(x))
 
 
 def _unit_blocks(graph: Mapping[str, Any], traj: Mapping[str, Any] | None) -> str:
@@ -90,18 +91,18 @@ def _unit_blocks(graph: Mapping[str, Any], traj: Mapping[str, Any] | None) -> st
                f"{n.get('boundary', '?')} \u00b7 segment {n.get('segment', '?')} \u00b7 {n.get('n_tokens', '?')} tokens")
         text, pieces, last = n["text"], [], 0
         for pos, cp in sorted(marks.get(int(n["id"]), []), key=lambda m: m[0]):
-            pieces.append(escape(text[last:pos]))
+            pieces.append(shown(text[last:pos]) if pos > last else "")
             flag = cp["flag"]
             ftip = f"; interval with {' '.join(flag['markers'])}" if flag else ""
             pieces.append(f'<span class="cp{" flag" if flag else ""}" data-cp="{cp["index"]}" '
                           f'data-tip="checkpoint {cp["index"]}: {cp["prefix_tokens"]} tokens read{ftip}">'
                           f'{cp["index"]}</span>')
             last = pos
-        pieces.append(escape(text[last:]))
+        pieces.append(shown(text[last:]))
         colour = TYPE_COLOURS.get(t, "#999")
         fg = "#000" if t in _DARK_TEXT else "#fff"
-        out.append(f'<div class="tu t-{t}" data-i="{n["id"]}" data-type="{t}" data-boundary="{escape(str(n.get("boundary")))}" '
-                   f'data-tip="{escape(tip, quote=True)}" style="border-color:{colour};background:{colour}14">'
+        out.append(f'<div class="tu t-{t}" data-i="{n["id"]}" data-type="{t}" data-boundary="{plain(n.get("boundary"))}" '
+                   f'data-tip="{plain(tip)}" style="border-color:{colour};background:{colour}14">'
                    f'<span class="badge" style="background:{colour};color:{fg}">{t}</span>{"".join(pieces)}</div>')
     return "".join(out)
 
@@ -128,7 +129,7 @@ def _metrics_section(data: PageData) -> str:
                         f'<td>{_fmt(r and r["mean"])}</td><td>{_fmt(r and r["sd"])}</td>'
                         f'<td data-v="{"" if zm is None else zm}">{"n/a" if zm is None else f"{zm:+.2f}"}</td>'
                         f'<td class="l">{bar}</td></tr>')
-    name = escape(str((data.reference or {}).get("name", "no reference")))
+    name = shown((data.reference or {}).get("name", "no reference"))
     n = (data.reference or {}).get("n")
     table = ('<table class="sortable metrics"><thead><tr><th>metric</th><th>dimension</th><th>value</th>'
              '<th>ref. mean</th><th>ref. sd</th><th>z</th><th>|z| (to 3)</th></tr></thead><tbody>'
@@ -142,7 +143,7 @@ def _metrics_section(data: PageData) -> str:
 def _trajectory_section(traj: Mapping[str, Any]) -> str:
     if not traj["checkpoints"]:
         return (f'<section id="trajectory"><h2>Answer-distribution trajectory</h2><p class="status-excluded">'
-                f'no sampled checkpoint: {escape(str(traj.get("reason")))}</p></section>')
+                f'no sampled checkpoint: {shown(traj.get("reason"))}</p></section>')
     facts = [("gold", traj.get("gold")), ("final answer", traj.get("endpoint_label")),
              ("correct", traj.get("correct")), ("mechanism", traj.get("mechanism")),
              ("committed to", traj.get("committed_answer")),
@@ -158,15 +159,15 @@ def _provenance(prov: Mapping[str, Any]) -> str:
     for part, block in prov.items():
         if not isinstance(block, Mapping) or not block:
             if block:
-                lines.append(f"<div>{escape(part)}: {escape(str(block))}</div>")
+                lines.append(f"<div>{shown(part)}: {shown(block)}</div>")
             continue
-        head = [f"thinkprobe {escape(str(block.get('thinkprobe_version', '?')))}"]
+        head = [f"thinkprobe {shown(block.get('thinkprobe_version', '?'))}"]
         if block.get("source_sha256"):
-            head.append(f"code <code>{escape(str(block['source_sha256'])[:16])}</code>")
-        inputs = "".join(f"<li><code>{escape(str(p))}</code> sha256 <code>{escape(str(h))}</code></li>"
+            head.append(f"code <code>{shown(str(block['source_sha256'])[:16])}</code>")
+        inputs = "".join(f"<li><code>{shown(p)}</code> sha256 <code>{shown(h)}</code></li>"
                          for p, h in (block.get("inputs") or {}).items())
         params = escape(json.dumps(block.get("params", {}), indent=1, sort_keys=True, default=str))
-        lines.append(f"<div><b>{escape(part)}</b>: {', '.join(head)}<ul>{inputs}</ul>"
+        lines.append(f"<div><b>{shown(part)}</b>: {', '.join(head)}<ul>{inputs}</ul>"
                      f"<details><summary>parameters</summary><pre>{params}</pre></details></div>")
     return "<footer><h2>Provenance</h2>" + "".join(lines or ["<div>none recorded</div>"]) + "</footer>"
 
@@ -174,13 +175,13 @@ def _provenance(prov: Mapping[str, Any]) -> str:
 def render_page(data: PageData) -> str:
     """The page of ``data`` as one HTML string (see the module docstring for what it shows)."""
     graph, traj = data.graph, data.trajectory
-    ids = " \u00b7 ".join(f"{k}: {escape(str(v))}" for k, v in data.ids.items() if v not in (None, ""))
+    ids = " \u00b7 ".join(f"{k}: {shown(v)}" for k, v in data.ids.items() if v not in (None, ""))
     status = ("" if data.status == "ok" else
-              f'<p class="status-excluded">{escape(data.status)}: {escape(str(data.reason))}</p>')
+              f'<p class="status-excluded">{shown(data.status)}: {shown(data.reason)}</p>')
     n_nodes = len(graph["nodes"]) if graph else 0
     arcs = typed_arcs(graph)
     stats = f"{n_nodes} thought units, {len(arcs)} typed arcs" if graph else "no Thought Graph"
-    body = [f'<header><h1>{escape(data.title)}</h1><div class="ids">{ids} \u00b7 {stats}</div>{status}{_legend()}'
+    body = [f'<header><h1>{shown(data.title)}</h1><div class="ids">{ids} \u00b7 {stats}</div>{status}{_legend()}'
             "</header>"]
     if graph:
         paths = "".join(f'<path class="arc {t}" data-type="{t}" data-s="{s}" data-t="{d}"/>' for s, d, t in arcs)
@@ -192,8 +193,8 @@ def render_page(data: PageData) -> str:
         body.append(_metrics_section(data))
     body.append(_provenance(data.provenance))
     return ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
-            f"<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\"><title>{escape(data.title)} "
-            f"\u2014 thinkprobe</title><style>{_asset('page.css')}</style></head><body>{''.join(body)}"
+            f"<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\"><title>{plain(data.title)} "
+            f"\u2014 thinkprobe</title><style>{_asset('page.css')}{CONTROL_STYLE}</style></head><body>{''.join(body)}"
             f"<div id=\"tip\"></div><script>{_asset('page.js')}</script></body></html>\n")
 
 

@@ -53,12 +53,45 @@ def _read_json(path: Path) -> dict[str, Any]:
         raise ShowError(f"{path}: cannot read: {exc}") from exc
 
 
-def parse_unit(unit: str) -> UnitKey:
-    """``model/question_set/question_id/run`` -> a :class:`UnitKey` (the id a results folder files units by)."""
-    parts = unit.strip("/").split("/")
-    if len(parts) != 4 or not all(parts):
-        raise ShowError(f"{unit!r}: a unit id is model/question_set/question_id/run (or give a trace file)")
-    return UnitKey(*parts)
+MAX_UNIT_PARTS = 24  # an id as written with more '/' than this is not looked for (C(23, 3) = 1,771 readings)
+
+
+def resolve_unit(results: str | Path, unit: str) -> UnitKey:
+    """The unit of a results folder named by ``unit``: its file-safe path, or its ids as written joined by
+    ``/`` (``Modell ä/demo/q1/1``, ``org/model/demo/q1/1``).
+
+    An id as written may hold ``/`` itself, so every way of reading ``unit`` as four ids is tried; each is
+    turned into file names with :func:`~thinkprobe.traces.safe_id` (injective) and kept when the results
+    folder has that unit's graph file. One match is the unit; none, or more than one, is a :class:`ShowError`
+    naming the candidates.
+    """
+    from itertools import combinations
+
+    from ..traces import safe_id
+
+    results = Path(results)
+    parts = unit.split("/")
+    if len(parts) < 4 or len(parts) > MAX_UNIT_PARTS:
+        raise ShowError(f"{unit!r}: a unit id is model/question_set/question_id/run, the ids as written or as "
+                        "file names (or give a trace file)")
+    keys: list[UnitKey] = []
+    if len(parts) == 4 and all(parts):  # the file-safe path as given (a name safe_id would change, e.g. a long one)
+        keys.append(UnitKey(*parts))
+    for cut in combinations(range(1, len(parts)), 3):
+        bounds = list(zip((0, *cut), (*cut, len(parts))))
+        ids = ["/".join(parts[a:b]) for a, b in bounds]
+        if all(ids):
+            keys.append(UnitKey(*(safe_id(i) for i in ids)))
+    found = list(dict.fromkeys(k for k in keys if (results / "graphs" / f"{k.path}.json").is_file()))
+    if len(found) == 1:
+        return found[0]
+    if found:
+        raise ShowError(f"{unit!r} names {len(found)} units of {results} (ids that hold '/'): "
+                        + ", ".join(k.path for k in found) + "; give one of these file-safe paths")
+    raise ShowError(f"{unit!r}: no graph file of this unit in {results} (tried "
+                    + ", ".join(str(results / "graphs" / f"{k.path}.json") for k in list(dict.fromkeys(keys))[:4])
+                    + (", ..." if len(set(keys)) > 4 else "") + "; is it a thinkprobe results folder, and the unit "
+                    "in its study?)")
 
 
 def find_trajectory(results: Path, key: UnitKey) -> tuple[dict[str, Any], dict[str, Any]] | None:
@@ -144,16 +177,14 @@ def page_from_results(results: str | Path, unit: str, tau: float = 0.8, params=N
     analysis parameters, default the paper's) so that checkpoints, units and flagged intervals agree.
     """
     results = Path(results)
-    key = parse_unit(unit)
+    key = resolve_unit(results, unit)
     gpath, mpath = results / "graphs" / f"{key.path}.json", results / "metrics" / f"{key.path}.json"
-    if not gpath.exists():
-        raise ShowError(f"{unit}: no graph file {gpath} (is {results} a thinkprobe results folder, and the unit "
-                        "in its study?)")
     gdoc = _read_json(gpath)
     mdoc = _read_json(mpath) if mpath.exists() else {}
-    page = PageData(title=str(gdoc.get("trace_id") or key.path), unit=key.path,
+    ids = dict(gdoc.get("ids") or key.as_dict())
+    page = PageData(title="/".join(str(ids.get(k) or v) for k, v in key.as_dict().items()), unit=key.path,
                     status=mdoc.get("status", gdoc["status"]), reason=mdoc.get("reason", gdoc.get("reason")),
-                    ids=dict(gdoc.get("ids") or key.as_dict()), graph=gdoc.get("graph"),
+                    ids=ids, graph=gdoc.get("graph"),
                     metrics=dict(mdoc.get("metrics") or {}),
                     reference=dict(reference) if reference is not None else results_reference(results),
                     provenance={"graph": gdoc.get("provenance", {}), "metrics": mdoc.get("provenance", {})})
@@ -179,23 +210,26 @@ def page_from_results(results: str | Path, unit: str, tau: float = 0.8, params=N
 
 
 def page_from_trace(path: str | Path, trace_id: str | None = None, params=None, encoder=None) -> PageData:
-    """The page of one trace of a trace file (the first, or ``trace_id``), analysed now."""
+    """The page of one trace of a trace file (the first, or ``trace_id``: the id as the file writes it, or its
+    file-safe form), analysed now."""
     from ..outputs import provenance
     from ..params import Params
-    from ..traces import Exclusion, read_traces
+    from ..traces import Exclusion, read_traces, safe_id
 
     params = params or Params()
     traces = list(read_traces([path], require_think=params.input.require_think))
-    chosen = [t for t in traces if trace_id is None or t.trace_id == trace_id]
+    chosen = traces if trace_id is None else ([t for t in traces if getattr(t, "record_id", "") == trace_id]
+                                              or [t for t in traces if t.trace_id in (trace_id, safe_id(trace_id))])
     if not chosen:
-        ids = ", ".join(t.trace_id for t in traces[:10])
+        ids = ", ".join(repr(getattr(t, "record_id", "") or t.trace_id) for t in traces[:10])
         raise ShowError(f"{path}: no trace {trace_id!r} (traces: {ids or 'none'})")
     trace = chosen[0]
     if isinstance(trace, Exclusion):
-        return PageData(title=trace.trace_id, unit=trace.trace_id, status="excluded", reason=trace.reason,
-                        reference=bundled_reference())
+        return PageData(title=trace_id or trace.trace_id, unit=trace.trace_id, status="excluded",
+                        reason=trace.reason, reference=bundled_reference())
     graph, metrics, reason = analyse_text(trace, params, encoder)
-    return PageData(title=trace.trace_id, unit=trace.trace_id, status="excluded" if reason else "ok", reason=reason,
+    return PageData(title=trace.record_id or trace.trace_id, unit=trace.trace_id,
+                    status="excluded" if reason else "ok", reason=reason,
                     ids=trace.ids(), graph=graph, metrics=metrics, reference=bundled_reference(),
                     provenance={"analysis": provenance(page_modules(), params.to_dict(), [path])})
 

@@ -10,18 +10,24 @@ reason's text before its first colon, so that "missing: ..." units group togethe
 from __future__ import annotations
 
 import html
-from typing import Any, Mapping, Sequence
+from typing import Any, Iterable, Mapping, Sequence
 
 from ..vocabulary import DIMENSIONS
+from .display import CONTROL_STYLE, plain, shown
 from .svg import radar
 from .tables import STYLE, format_number
 
 
-def exclusion_reasons(exclusions, model: str):
-    """A model's exclusions counted by stage and reason (the reason's text up to its first colon)."""
+def _names(model: str | Iterable[str]) -> list[str]:
+    return [model] if isinstance(model, str) else list(model)
+
+
+def exclusion_reasons(exclusions, model: str | Iterable[str]):
+    """A model's exclusions (``model``: its id, or its ids as written and file-safe) counted by stage and reason
+    (the reason's text up to its first colon)."""
     import pandas as pd
 
-    rows = exclusions[exclusions["model"] == model]
+    rows = exclusions[exclusions["model"].isin(_names(model))]
     if rows.empty:
         return pd.DataFrame(columns=["stage", "reason", "units"])
     kind = rows["reason"].fillna("").map(lambda r: r.split(":", 1)[0].strip() or "(no reason)")
@@ -29,24 +35,57 @@ def exclusion_reasons(exclusions, model: str):
     return out.rename(columns={"kind": "reason"}).sort_values("units", ascending=False, kind="stable")
 
 
-def mechanism_shares(traces, model: str) -> dict[str, float]:
+def mechanism_shares(traces, model: str | Iterable[str]) -> dict[str, float]:
     """Share of each mechanism among a model's trajectory traces that have one (empty without)."""
     if traces is None or traces.empty or "mechanism" not in traces.columns:
         return {}
-    mech = traces.loc[traces["model"] == model, "mechanism"].dropna()
+    mech = traces.loc[traces["model"].isin(_names(model)), "mechanism"].dropna()
     return {} if mech.empty else {str(k): float(v) for k, v in mech.value_counts(normalize=True).sort_index().items()}
 
 
 def _rows(table) -> str:
-    return "".join("<tr>" + "".join(f"<td>{html.escape(format_number(v) if isinstance(v, (int, float)) else str(v))}</td>"
-                                     for v in rec) + "</tr>" for rec in table.itertuples(index=False, name=None))
+    return "".join("<tr>" + "".join(f"<td>{html.escape(format_number(v)) if isinstance(v, (int, float)) else shown(v)}"
+                                    "</td>" for v in rec) + "</tr>" for rec in table.itertuples(index=False, name=None))
+
+
+def model_ids(file_names: Sequence[str], *tables) -> dict[str, str]:
+    """The id as written of each model file name (:func:`~thinkprobe.traces.safe_id` of it), from the ``model``
+    columns of ``tables``; a file name no row writes otherwise stands for itself.
+
+    The study's tables hold the ids as the inputs state them (``Modell ä``, ``org/model``); the pages' file
+    names are their file-safe forms. ``safe_id`` is injective, so each file name has at most one id as written.
+
+    >>> import pandas as pd
+    >>> model_ids(["Modell_a-4e37e74406", "m"], pd.DataFrame({"model": ["Modell ä", "m", ""]}))
+    {'Modell_a-4e37e74406': 'Modell ä', 'm': 'm'}
+    """
+    from ..traces import safe_id
+
+    written: dict[str, str] = {}
+    for table in tables:
+        if table is None or "model" not in getattr(table, "columns", ()):
+            continue
+        for value in table["model"].dropna().unique():
+            if str(value):
+                written.setdefault(safe_id(str(value)), str(value))
+    return {name: written.get(name, name) for name in file_names}
 
 
 def model_page(model: str, profiles, exclusions, traces=None, pages: Mapping[str, str] | None = None,
-               dimensions: Sequence[str] = tuple(DIMENSIONS)) -> str:
-    """The summary page of one model (see the module docstring)."""
+               dimensions: Sequence[str] = tuple(DIMENSIONS), file_name: str | None = None) -> str:
+    """The summary page of one model (see the module docstring).
+
+    ``model`` is the model's id as written, what the tables' ``model`` columns hold and what the page shows;
+    ``file_name`` its file-safe name (default :func:`~thinkprobe.traces.safe_id` of it), what the unit paths of
+    ``pages`` start with. A row whose ``model`` is the file name itself (a ``missing`` unit has no id as
+    written) counts too.
+    """
+    from ..traces import safe_id
+
+    file_name = file_name or safe_id(model)
+    names = {model, file_name}
     prof = profiles[(profiles["level"] == "model") & (profiles["model"] == model)] if len(profiles) else profiles
-    parts = [f"<h2>Model {html.escape(model)}</h2>"]
+    parts = [f"<h2>Model {shown(model)}</h2>"]
     if len(prof):
         row = prof.iloc[0]
         scores = {d: (float(row[d]) if d in row and row[d] == row[d] else None) for d in dimensions}
@@ -54,34 +93,35 @@ def model_page(model: str, profiles, exclusions, traces=None, pages: Mapping[str
                      "dimension over the study's traces; rings z = -2 .. +2):</p>" + radar(scores))
     else:
         parts.append("<p>No analysed trace: no profile.</p>")
-    shares = mechanism_shares(traces, model)
+    shares = mechanism_shares(traces, names)
     if shares:
         parts.append("<h3>Trajectory mechanisms</h3><table class='data'><thead><tr><th>mechanism</th><th>share</th>"
-                     "</tr></thead><tbody>" + "".join(f"<tr><td>{html.escape(k)}</td><td class='n'>{v:.0%}</td></tr>"
+                     "</tr></thead><tbody>" + "".join(f"<tr><td>{shown(k)}</td><td class='n'>{v:.0%}</td></tr>"
                                                       for k, v in shares.items()) + "</tbody></table>")
-    reasons = exclusion_reasons(exclusions, model)
+    reasons = exclusion_reasons(exclusions, names)
     parts.append(f"<h3>Exclusions ({int(reasons['units'].sum()) if len(reasons) else 0} units)</h3>")
     parts.append("<p>none</p>" if reasons.empty else
                  "<table class='data'><thead><tr><th>stage</th><th>reason</th><th>units</th></tr></thead><tbody>"
                  + _rows(reasons) + "</tbody></table>")
-    mine = {u: href for u, href in (pages or {}).items() if u.split("/")[0] == model}
+    mine = {u: href for u, href in (pages or {}).items() if u.split("/")[0] == file_name}
     if mine:
         parts.append("<h3>Trace pages</h3><ul>" + "".join(
-            f"<li><a href='{html.escape(href, quote=True)}'>{html.escape(u)}</a></li>" for u, href in mine.items())
+            f"<li><a href='{html.escape(href, quote=True)}'>{shown(u)}</a></li>" for u, href in mine.items())
             + "</ul>")
-    return (f"<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'><title>{html.escape(model)}</title>"
-            f"<style>{STYLE}</style></head><body>{''.join(parts)}</body></html>\n")
+    return (f"<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'><title>{plain(model)}</title>"
+            f"<style>{STYLE}{CONTROL_STYLE}</style></head><body>{''.join(parts)}</body></html>\n")
 
 
 def write_model_pages(models: Sequence[str], outputs: Sequence[str], profiles_path: str, exclusions_path: str,
                       traces_path: str | None = None, pages: Mapping[str, str] | None = None) -> int:
-    """Write the summary page of each model to the matching output."""
+    """Write the summary page of each model (its file-safe name in ``models``) to the matching output."""
     import pandas as pd
 
     from ..outputs import atomic_write_text
 
     profiles, exclusions = pd.read_parquet(profiles_path), pd.read_parquet(exclusions_path)
     traces: Any = pd.read_parquet(traces_path) if traces_path else None
+    written = model_ids(models, profiles, exclusions, traces)
     for model, out in zip(models, outputs):
-        atomic_write_text(out, model_page(model, profiles, exclusions, traces, pages))
+        atomic_write_text(out, model_page(written[model], profiles, exclusions, traces, pages, file_name=model))
     return len(outputs)

@@ -6,8 +6,9 @@ Both are plain SVG strings (no plotting library: a page must stay small and rend
 from __future__ import annotations
 
 import math
-from html import escape
 from typing import Any, Mapping, Sequence
+
+from .display import plain, shown
 
 # Okabe & Ito's colour-blind-safe palette, for answer labels (the gold answer is marked by an outline).
 ANSWER_COLOURS = ("#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#D55E00", "#F0E442")
@@ -50,7 +51,7 @@ def radar(scores: Mapping[str, float | None], size: int = 260) -> str:
         z = scores[d]
         label = f"{d} {'n/a' if z is None else f'{z:+.2f}'}"
         anchor = "middle" if abs(lx - c) < 10 else ("start" if lx > c else "end")
-        out.append(f'<text x="{_f(lx)}" y="{_f(ly + 4)}" font-size="11" text-anchor="{anchor}">{escape(label)}</text>')
+        out.append(f'<text x="{_f(lx)}" y="{_f(ly + 4)}" font-size="11" text-anchor="{anchor}">{plain(label)}</text>')
     pts = [point(i, scores[d] if scores[d] is not None else 0.0) for i, d in enumerate(dims)]
     out.append(f'<polygon class="profile" points="{" ".join(f"{_f(x)},{_f(y)}" for x, y in pts)}" '
                'fill="#0072B2" fill-opacity="0.25" stroke="#0072B2" stroke-width="2"/>')
@@ -113,7 +114,7 @@ def distribution_chart(traj: Mapping[str, Any], width: int = 980, height: int = 
         parts += [("", state[""])] if state.get("", 0) > 0 else []
         tip = ", ".join(f"{'no answer' if a == '' else a}: {p:.2f}" for a, p in parts)
         out.append(f'<g class="col" data-cp="{k}" data-tip="checkpoint {k} ({cp["prefix_tokens"]} tokens): '
-                   f'{escape(tip, quote=True)}">')
+                   f'{plain(tip)}">')
         for a, p in parts:
             h = p * plot_h
             y -= h
@@ -135,11 +136,11 @@ def distribution_chart(traj: Mapping[str, Any], width: int = 980, height: int = 
                'checkpoint position (reasoning tokens read)</text>')
     out.append("</svg>")
     legend = [f'<span><span class="sw" style="background:{c}{";outline:2px solid #000" if a == gold else ""}">'
-              f'</span>{escape(a)}{" (gold)" if a == gold else ""}</span>' for a, c in colours.items()]
+              f'</span>{shown(a)}{" (gold)" if a == gold else ""}</span>' for a, c in colours.items()]
     legend += [f'<span><span class="sw" style="background:{OTHER}"></span>other answers</span>',
                f'<span><span class="sw" style="background:{NULL}"></span>no answer</span>',
                f'<span><span class="sw" style="background:{FLAG}"></span>interval with a BACK/CRT/SYN unit (band '
                'above its column; black marker in the text)</span>']
     if gold is not None and gold not in colours:
-        legend.append(f"<span>gold {escape(gold)}: never sampled</span>")
+        legend.append(f"<span>gold {shown(gold)}: never sampled</span>")
     return "".join(out) + '<div class="legend">' + "".join(legend) + "</div>"

@@ -12,6 +12,8 @@ import json
 import math
 from typing import Any, Mapping
 
+from .display import CONTROL_STYLE, plain, shown
+
 SCRIPT = """
 (function(){
   var t=document.querySelector('table.data'), body=t.tBodies[0], rows=[].slice.call(body.rows);
@@ -87,8 +89,8 @@ def _cell(column: str, value: Any, links: Mapping[str, str]) -> str:
         return f'<td class="n" data-v="{"" if math.isnan(v) else repr(v)}">{format_number(v)}</td>'
     text = str(value)
     if column in ID_COLUMNS and text in links:
-        return f'<td><a href="{html.escape(links[text], quote=True)}">{html.escape(text)}</a></td>'
-    return f'<td title="{html.escape(text, quote=True)}">{html.escape(text)}</td>'
+        return f'<td><a href="{html.escape(links[text], quote=True)}">{shown(text)}</a></td>'
+    return f'<td title="{plain(text)}">{shown(text)}</td>'
 
 
 def table_page(df, title: str, provenance: Mapping[str, Any] | None = None, links: Mapping[str, str] | None = None,
@@ -101,12 +103,12 @@ def table_page(df, title: str, provenance: Mapping[str, Any] | None = None, link
     import numpy as np
 
     links = links or {}
-    shown = df.head(max_rows)
-    head = "".join(f"<th>{html.escape(str(c))}</th>" for c in shown.columns)
+    written = df.head(max_rows)
+    head = "".join(f"<th>{shown(c)}</th>" for c in written.columns)
     rows = []
-    for rec in shown.itertuples(index=False, name=None):
+    for rec in written.itertuples(index=False, name=None):
         cells = []
-        for col, val in zip(shown.columns, rec):
+        for col, val in zip(written.columns, rec):
             if isinstance(val, np.generic):
                 val = val.item()
             cells.append(_cell(str(col), val, links))
@@ -118,11 +120,11 @@ def table_page(df, title: str, provenance: Mapping[str, Any] | None = None, link
         prov = ("<h3>Provenance</h3><details><summary>thinkprobe version, code hash (source_sha256), parameters, "
                 f"{n_inputs} input file(s) with sha256</summary><pre>"
                 + html.escape(json.dumps(dict(provenance), indent=1, default=str)) + "</pre></details>")
-    return ("<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'><title>" + html.escape(title)
-            + f"</title><style>{STYLE}</style></head><body><h2>{html.escape(title)}</h2>"
+    return ("<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'><title>" + plain(title)
+            + f"</title><style>{STYLE}{CONTROL_STYLE}</style></head><body><h2>{shown(title)}</h2>"
             + (f"<p>{note}</p>" if note else "")
             + f"<div class='bar'><input id='filter' type='search' placeholder='filter rows (words, any column)'>"
-            f"<span id='count'>{len(shown)} of {len(shown)} rows</span><span>{len(df)} rows in the table{cut}; "
+            f"<span id='count'>{len(written)} of {len(written)} rows</span><span>{len(df)} rows in the table{cut}; "
             "click a header to sort</span></div>"
             f"<table class='data'><thead><tr>{head}</tr></thead><tbody>{''.join(rows)}</tbody></table>"
             f"{prov}<script>{SCRIPT}</script></body></html>\n")
