@@ -270,6 +270,8 @@ def test_the_session_end_check_reports_what_a_session_leaves_in_shared_memory(tm
     name = f"psm_thinkprobe_leak_{os.getpid()}"
     (tmp_path / "test_leak.py").write_text(textwrap.dedent(f"""
         import _posixshmem, os
+        import pytest
+        pytestmark = pytest.mark.fast
         def test_leaks():
             os.close(_posixshmem.shm_open("/{name}", os.O_CREAT | os.O_RDWR, 0o600))
     """))

@@ -110,6 +110,7 @@ def test_show_names_a_unit_that_is_not_there(tmp_path):
     assert res.returncode == 2 and "model/question_set/question_id/run" in res.stderr
 
 
+@pytest.mark.fast
 def test_show_reads_a_unit_id_as_written_and_names_every_reading_when_ids_hold_slashes(tmp_path):
     from thinkprobe.traces import safe_id
     from thinkprobe.view.sources import ShowError, resolve_unit
@@ -133,6 +134,7 @@ def test_show_reads_a_unit_id_as_written_and_names_every_reading_when_ids_hold_s
         resolve_unit(tmp_path, "Modell ä/s/q2/1")
 
 
+@pytest.mark.fast
 def test_bidirectional_controls_are_shown_and_isolated_in_every_page_kind():
     import pandas as pd
 
