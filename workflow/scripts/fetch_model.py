@@ -7,6 +7,7 @@ with job_log(snakemake.log[0]) as log:
     from thinkprobe.outputs import write_json
 
     p = snakemake.params
-    manifest = fetch(snakemake.wildcards.model, p.hub_id, p.revision, p.model_cache or None, p.token_env)
+    manifest = fetch(snakemake.wildcards.model, p.hub_id, p.revision, p.model_cache or None, p.token_env,
+                     commit=p.commit or None, lock=p.lock)
     write_json(snakemake.output[0], manifest)
     print(f"fetch_model {p.hub_id}@{p.revision}: commit {manifest['commit']}, {len(manifest['files'])} files", file=log)
