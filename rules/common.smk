@@ -32,16 +32,17 @@ config.update(_validated)
 # study target then stops with a message naming them (data_ready), while the fetch rules can run.
 from thinkprobe.corpus_git import corpus_cache as _corpus_cache, resolve_inputs as _resolve_inputs
 from thinkprobe.generate.datasets import hub_sets as _hub_sets, prepare as _prepare_datasets
-from thinkprobe.generate.lock import LockError, lock_path, read_lock
+from thinkprobe.generate.lock import LockError, lock_path, read_lock, relock_requested
 
 LOCK_FILE = lock_path(workflow.overwrite_configfiles or workflow.configfiles)
 try:
     LOCK = read_lock(LOCK_FILE)
 except LockError as exc:
     raise WorkflowError(str(exc))
+RELOCK = relock_requested(config["relock"])  # --config relock=true: move the lock's commits on purpose
 CORPUS_CACHE = _corpus_cache(config["resources"]["corpus_cache"])
 INPUTS, _corpus_pending, _data_problems = _resolve_inputs(config["inputs"], CORPUS_CACHE)
-_more_problems, _datasets_pending = _prepare_datasets(config, LOCK, str(LOCK_FILE), config["relock"])
+_more_problems, _datasets_pending = _prepare_datasets(config, LOCK, str(LOCK_FILE), RELOCK)
 _data_problems += _more_problems
 if _data_problems:
     raise WorkflowError("the study's data cannot be used as configured:\n  - " + "\n  - ".join(_data_problems))
@@ -205,7 +206,7 @@ _RES = config["resources"]
 HUB_MODELS = _hub_models(config, COLLECT)
 from thinkprobe.generate.lock import check_models as _check_lock
 
-_lock_problems, LOCKED_MODELS = _check_lock(config, HUB_MODELS, LOCK, str(LOCK_FILE), config["relock"])
+_lock_problems, LOCKED_MODELS = _check_lock(config, HUB_MODELS, LOCK, str(LOCK_FILE), RELOCK)
 if _lock_problems:
     raise WorkflowError("the lock file does not match the model cache:\n  - " + "\n  - ".join(_lock_problems))
 # what a job needs to find a hub model offline: the cache and the manifest of its fetch (params of the jobs)

@@ -17,6 +17,8 @@
 #
 # HUB_MODELS, LOCKED_MODELS, HUB_DATASETS, model_manifest and the parse-time checks are in rules/common.smk.
 
+from thinkprobe.generate.lock import stale_pin as _stale_pin
+
 # No `code` param: a manifest describes the shared cache, not an output of our code, and re-fetching after a
 # code edit would rerun the fetch of every model. With no hub model the rule matches no file.
 rule fetch_model:
@@ -25,8 +27,9 @@ rule fetch_model:
     params:
         hub_id=lambda w: config["models"][w.model]["hub_id"],
         revision=lambda w: config["models"][w.model].get("revision") or "main",
-        commit=lambda w: LOCKED_MODELS.get(w.model, ""),  # pinned by the lock file ("": resolve the revision)
-        lock=str(LOCK_FILE),
+        lock=str(LOCK_FILE),  # the job fetches the commit the lock pins, if any (thinkprobe.generate.lock)
+        relock=RELOCK,  # --config relock=true: fetch again, resolving the revision anew
+        pin=lambda w: _stale_pin(LOCKED_MODELS.get(w.model), f"results/models/{w.model}.json"),  # lock changed: refetch
         model_cache=_RES["model_cache"],
         token_env=_RES["hub_token_env"],  # the variable's NAME; the token itself never reaches a file
     wildcard_constraints:
@@ -63,10 +66,13 @@ rule fetch_dataset:
     output:
         "results/datasets/{question_set}.json",
     params:
+        # what names the data (not limit/offset/ids, which select from it: changing them fetches nothing)
         spec=lambda w: {k: v for k, v in config["question_sets"][w.question_set].items()
-                        if k not in ("dataset_cache", "locked_commit")},
-        commit=lambda w: config["question_sets"][w.question_set].get("locked_commit") or "",
+                        if k in ("source", "hub_id", "revision", "config", "subset", "split", "math_type")},
         lock=str(LOCK_FILE),
+        relock=RELOCK,
+        pin=lambda w: _stale_pin(config["question_sets"][w.question_set].get("locked_commit"),
+                                 f"results/datasets/{w.question_set}.json"),
         model_cache=_RES["model_cache"],
         token_env=_RES["hub_token_env"],
     wildcard_constraints:
@@ -78,7 +84,7 @@ rule fetch_dataset:
         mem_mb=2000,
         runtime=60,
     conda:
-        "../envs/cpu.yaml"
+        "../envs/gpu.yaml"  # huggingface_hub, as for fetch_model
     script:
         "../workflow/scripts/fetch_dataset.py"
 

@@ -165,8 +165,9 @@ def fetch(url: str, commit: str, cache: Path, key: str = "inputs[?].git") -> Pat
             full = _git("-C", str(tmp), "fetch", "--no-tags", "origin", "+refs/heads/*:refs/remotes/origin/*",
                         "+refs/tags/*:refs/tags/*")
             if full.returncode != 0:
-                raise CorpusError(f"{key}.url = {url!r}: the repository cannot be fetched "
-                                  f"({(full.stderr or shallow.stderr).strip().splitlines()[-1:]})")
+                lines = (full.stderr or shallow.stderr).strip().splitlines() or ["no message"]
+                why = next((ln for ln in lines if ln.startswith("fatal:")), lines[-1])
+                raise CorpusError(f"{key}.url = {url!r}: the repository cannot be fetched ({why})")
             if _git("-C", str(tmp), "cat-file", "-e", f"{commit}^{{commit}}").returncode != 0:
                 raise CorpusError(f"{key}.commit = {commit!r}: not in the repository {url} (neither fetchable by "
                                   "commit nor on any of its branches or tags)")

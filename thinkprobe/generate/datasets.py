@@ -296,7 +296,7 @@ def fetch(name: str, spec: Mapping[str, Any], model_cache: str | os.PathLike | N
     key = f"question_sets.{name}"
     try:
         folder = download(hub_id, revision, model_cache, token_env, commit=commit, key=key,
-                          target="fetch_datasets", repo_type="dataset", lock=lock)
+                          target="fetch_datasets", repo_type="dataset", lock=lock, needs=dataset_needs)
         check_complete(folder, hub_id, model_cache, token_env, key=key, target="fetch_datasets",
                        repo_type="dataset", needs=dataset_needs)
     except HubModelError as exc:
@@ -388,7 +388,8 @@ def prepare_study(config: dict[str, Any], configfiles: list[str | os.PathLike], 
                   ) -> tuple[list[str], dict[str, str]]:
     """:func:`prepare` for a config read outside Snakemake (``thinkprobe plan``): the lock of the first
     config file, the results of ``base``."""
-    from .lock import lock_path, read_lock
+    from .lock import lock_path, read_lock, relock_requested
 
     lock_file = lock_path(configfiles or [Path(base) / "config" / "config.yaml"])
-    return prepare(config, read_lock(lock_file), str(lock_file), bool(config.get("relock")), Path(base) / "results")
+    return prepare(config, read_lock(lock_file), str(lock_file), relock_requested(config.get("relock")),
+                   Path(base) / "results")

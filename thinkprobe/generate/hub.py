@@ -14,11 +14,11 @@ huggingface_hub downloads each file to ``*.incomplete`` and renames it into plac
 file); the manifest is written only for a complete snapshot (:func:`check_complete`: against the repository's
 file list when the hub answers, else against what a usable model needs: its config, its tokenizer and every
 weight shard its index names), and :func:`cached_snapshot` checks the snapshot against the manifest, so a
-half-downloaded model is never loaded. Files are written with the permissions the
-umask allows (huggingface_hub's ``_chmod_and_move``), so a group can share the cache.
+half-downloaded model is never loaded. Files are written with the permissions the umask allows (huggingface_hub's ``_chmod_and_move``), so a group can share the cache.
 
-:func:`cached_snapshot` (every job that loads a model) resolves the revision from the cache alone, never
-from the network. A gated model's token is read from the environment variable named by
+:func:`cached_snapshot` (every job that loads a model) reads the commit its fetch manifest names (with a lock
+file, the locked commit: :mod:`thinkprobe.generate.lock`), or resolves the revision from the cache alone,
+never from the network. A gated model's token is read from the environment variable named by
 ``resources.hub_token_env`` (``HF_TOKEN``) and passed to huggingface_hub; it is never written to a file, a
 log or a provenance record.
 
@@ -160,23 +160,28 @@ def fetch(name: str, hub_id: str, revision: str = "main", model_cache: str | os.
 
 def download(hub_id: str, revision: str, model_cache: str | os.PathLike | None, token_env: str,
              commit: str | None = None, key: str = "models.?", target: str = "fetch_models",
-             repo_type: str = "model", lock: str = "") -> Path:
+             repo_type: str = "model", lock: str = "", needs=None) -> Path:
     """``snapshot_download`` into the cache, each hub error turned into a message naming ``key`` (the config
-    entry: ``models.<name>`` or ``question_sets.<name>``) and what to do."""
+    entry: ``models.<name>`` or ``question_sets.<name>``) and what to do. A snapshot that huggingface_hub
+    refuses offline because files are missing is named file by file (:func:`check_complete`)."""
     from huggingface_hub import snapshot_download
     from huggingface_hub.errors import (GatedRepoError, LocalEntryNotFoundError, RepositoryNotFoundError,
                                         RevisionNotFoundError)
 
-    try:
-        from huggingface_hub.errors import IncompleteSnapshotError
-    except ImportError:  # huggingface_hub before the tree cache: check_complete does the whole check
-        IncompleteSnapshotError = ()  # type: ignore[assignment,misc]
     cache = cache_dir(model_cache)
     cache.mkdir(parents=True, exist_ok=True)
     token = os.environ.get(token_env) or None
     what = "dataset" if repo_type == "dataset" else "model"
     hub_key = f"{key}.hub_id = {hub_id!r}"
-    pinned = f" (pinned by the lock file {lock} to commit {commit})" if commit and lock else ""
+    if commit:  # a commit never changes: complete in the cache, there is nothing to download
+        folder = repo_folder(cache, hub_id, repo_type) / "snapshots" / commit
+        if folder.is_dir():
+            try:
+                check_complete(folder, hub_id, model_cache, token_env, key=key, target=target,
+                               repo_type=repo_type, needs=needs)
+                return folder
+            except HubModelError:
+                pass  # fetch what is missing
     try:
         return Path(snapshot_download(repo_id=hub_id, revision=commit or revision, cache_dir=str(cache),
                                       token=token, repo_type=repo_type))
@@ -192,12 +197,15 @@ def download(hub_id: str, revision: str, model_cache: str | os.PathLike | None, 
     except RepositoryNotFoundError:
         raise HubModelError(f"{hub_key}: no such {what} on the hub (a typo? a private {what} needs its token in "
                             f"${token_env})") from None
-    except IncompleteSnapshotError as exc:  # the cached tree listing names what is missing
-        raise HubModelError(f"{what} {key} ({hub_id}, revision {revision!r}){pinned}: the snapshot "
-                            f"{getattr(exc, 'snapshot_path', '')} is incomplete and the hub cannot be reached "
-                            f"({str(exc).split(':', 1)[-1].strip()}); resume the download with `snakemake {target}` "
-                            "on a machine with network (the files already there are kept)") from None
-    except LocalEntryNotFoundError:
+    except LocalEntryNotFoundError as exc:  # the hub unreachable and the cache cannot serve it (incomplete too)
+        sha = commit or resolve_commit(repo_folder(cache, hub_id, repo_type), revision)
+        folder = repo_folder(cache, hub_id, repo_type) / "snapshots" / sha if sha else None
+        if folder is not None and folder.is_dir():
+            check_complete(folder, hub_id, model_cache, token_env, key=key, target=target, repo_type=repo_type,
+                           needs=needs)  # raises, naming the missing files
+            raise HubModelError(f"{key} ({hub_id}, revision {revision!r}): the hub cannot be reached and "
+                                f"huggingface_hub cannot use the cached snapshot {folder} ({exc}); "
+                                f"{prefetch_hint(cache, target)}") from None
         if commit:
             raise HubModelError(f"{key}: the lock file {lock} pins {hub_id} (revision {revision!r}) to commit "
                                 f"{commit}, which is not in the cache {cache}, and the hub cannot be reached "
@@ -205,8 +213,7 @@ def download(hub_id: str, revision: str, model_cache: str | os.PathLike | None, 
                                 f"{prefetch_hint(cache, target)}") from None
         raise HubModelError(f"{what} {key.split('.', 1)[-1]!r} ({hub_key}, revision {revision!r}): the hub cannot "
                             f"be reached (HF_HUB_OFFLINE={os.environ.get('HF_HUB_OFFLINE', '')!r}) and it is not in "
-                            f"the {'model' if repo_type == 'model' else 'dataset'} cache {cache}; "
-                            f"{prefetch_hint(cache, target)}") from None
+                            f"the {what} cache {cache}; {prefetch_hint(cache, target)}") from None
 
 
 def snapshot_files(folder: Path) -> dict[str, int]:
@@ -220,18 +227,23 @@ def repository_listing(hub_id: str, commit: str, model_cache: str | os.PathLike 
                        repo_type: str = "model") -> dict[str, int] | None:
     """The repository's own file list at ``commit`` (path -> size), or None when it cannot be known.
 
-    First huggingface_hub's cached tree listing (written when a download starts, so it survives a download
-    killed midway), else the hub's tree endpoint when the hub answers (not with ``HF_HUB_OFFLINE``).
+    A huggingface_hub with a tree cache (the 2.4 we test with has ``huggingface_hub._tree_cache``) writes
+    that list into the repository's cache folder (``trees/<commit>.json``) when a download reaches the hub,
+    before the files come: it is there after an online fetch and after one killed midway, and absent only
+    when the hub was never reached for this commit (then None: the offline check). A huggingface_hub without
+    one keeps no list: then the hub's tree endpoint is asked once, unless ``HF_HUB_OFFLINE`` is set.
     """
     storage = repo_folder(cache_dir(model_cache), hub_id, repo_type)
     try:
-        from huggingface_hub._tree_cache import read_tree_cache  # huggingface_hub >= 1.x keeps it
-
-        tree = read_tree_cache(str(storage), commit)
-        if tree:
-            return {path: int(entry.size) for path, entry in tree.items()}
-    except (ImportError, AttributeError, OSError, ValueError):
-        pass
+        from huggingface_hub._tree_cache import read_tree_cache
+    except ImportError:
+        read_tree_cache = None
+    if read_tree_cache is not None:
+        try:
+            tree = read_tree_cache(str(storage), commit)
+        except (OSError, ValueError, AttributeError):
+            tree = None
+        return {path: int(entry.size) for path, entry in tree.items()} if tree else None
     from huggingface_hub import constants
 
     if constants.HF_HUB_OFFLINE:

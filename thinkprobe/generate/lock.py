@@ -38,6 +38,15 @@ class LockError(ValueError):
     """The lock file is not readable as a lock: the message names the file and the entry."""
 
 
+def relock_requested(value: Any) -> bool:
+    """The config's ``relock``: true, or the string ``"true"`` that ``--config relock=true`` passes.
+
+    >>> relock_requested(True), relock_requested("true"), relock_requested(False), relock_requested("false")
+    (True, True, False, False)
+    """
+    return value is True or value == "true"
+
+
 def lock_path(configfiles: Iterable[str | os.PathLike]) -> Path:
     """``<dir>/<stem>.lock.yaml`` of the first config file (the study's), or ``config/config.lock.yaml``.
 
@@ -83,6 +92,27 @@ def locked_commit(lock: Mapping[str, Any], section: str, name: str, hub_id: str,
     if entry and entry.get("hub_id") == hub_id and entry.get("revision") == revision:
         return str(entry["commit"])
     return None
+
+
+def pinned(lock_file: str | os.PathLike, section: str, name: str, hub_id: str, revision: str,
+           relock: bool = False) -> str | None:
+    """The commit a fetch job must fetch: the lock's, read when the job runs (None: resolve the revision)."""
+    return None if relock else locked_commit(read_lock(lock_file), section, name, hub_id, revision)
+
+
+def stale_pin(commit: str | None, manifest: str | os.PathLike) -> str:
+    """A fetch rule's ``pin`` param: the locked ``commit`` when the fetch manifest names another one (the
+    lock changed since the fetch: rerun it), else "" (so writing a lock from the manifests reruns nothing)."""
+    import json
+
+    path = Path(manifest)
+    if not commit or not path.is_file():
+        return ""
+    try:
+        fetched = json.loads(path.read_text(encoding="utf-8")).get("commit")
+    except ValueError:
+        return commit
+    return "" if fetched == commit else commit
 
 
 def moved(repo: Path, revision: str, commit: str) -> str | None:
@@ -141,6 +171,8 @@ def write_section(path: str | os.PathLike, section: str, entries: Mapping[str, M
         doc[section] = {name: {"hub_id": str(e["hub_id"]), "revision": str(e["revision"]), "commit": str(e["commit"])}
                         for name, e in sorted(entries.items())}
         body = {s: doc[s] for s in SECTIONS if doc.get(s)}
+        if not body and not path.exists():  # a study without hub models or datasets: no lock to write
+            return doc
         atomic_write_text(path, HEADER.format(config=config_name or path.name.replace(SUFFIX, ".yaml"))
                           + yaml.safe_dump(body, sort_keys=True, default_flow_style=False))
     finally:
