@@ -161,3 +161,31 @@ def test_a_moved_revision_stops_a_locked_run(tmp_path):
         assert stopped.returncode != 0
         assert (f"models.smol ({HUB_ID}, revision 'main'): the lock file {lock} pins commit {model_commit}, but "
                 f"the cache's 'main' is now {model_moved}") in out and "Job stats" not in out
+
+
+def test_a_locked_commit_missing_from_the_cache_is_an_error_naming_the_entry(tmp_path):
+    """The lock (pulled with the config) pins a commit this cache does not hold: the study stops at parse
+    naming the set and the fetch; the fetch, with the hub unreachable, fails naming the lock and the commit."""
+    from thinkprobe.generate.lock import write_section
+
+    cache = tmp_path / "cache"
+    build_cache(corpus_path("benchmarks"), cache, tmp_path / "repos", sets=("gsm8k",))
+    wd = make_workdir(tmp_path / "wd")
+    study = _with_configfile(wd, _study(cache, {"gsm8k": {**paper_specs()["gsm8k"], "limit": 2}}, ["gsm8k"]))
+    lock = wd / "study.lock.yaml"
+    absent = "3" * 40
+    write_section(lock, "datasets", {"gsm8k": {"hub_id": HUB_IDS["gsm8k"], "revision": "main", "commit": absent}})
+    (cache / "datasets--openai--gsm8k" / "refs" / "main").unlink()  # a cache that never resolved `main`
+    with FakeHub() as hub:
+        dry = _run(wd, hub, "-n", "--configfile", str(study))
+        out = dry.stdout + dry.stderr
+        assert dry.returncode != 0
+        assert (f"question set 'gsm8k' (question_sets.gsm8k.hub_id = 'openai/gsm8k', revision 'main'): the commit "
+                f"{absent} that the lock file pins for it is not in the dataset cache {cache}") in out
+        assert "`snakemake fetch_datasets`" in out and "Job stats" not in out
+        fetch = _run(wd, hub, "fetch_datasets", "--configfile", str(study), offline=True)
+        assert fetch.returncode != 0
+        log = (wd / "results/logs/fetch_dataset/gsm8k.log").read_text()
+        assert (f"question_sets.gsm8k: the lock file {lock} pins openai/gsm8k (revision 'main') to commit {absent}, "
+                f"which is not in the cache {cache}") in log, log[-2000:]
+        assert not (wd / "results/datasets/gsm8k.json").exists()
