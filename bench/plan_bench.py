@@ -7,7 +7,8 @@ estimate against the tokens a real run of the embedded default generates.
 
 The trajectories config names its benchmarks by hub id: the planner reads them from the hub cache given with
 --model-cache (filled by `snakemake fetch_datasets`), else from one built in a temporary folder, in the hub's
-layout, from the shared corpus's benchmark files (tests/hub_data.py; --corpus, default ../shared/corpus);
+layout, from the shared corpus's benchmark files (tests/hub_data.py; --corpus, default the corpus folder
+beside the checkout, where tests/conftest.py finds it);
 the planner wall time includes reading them. The run uses the embedded default without its imported traces (collection + trajectory sampling only), in a
 temporary folder, and counts generated tokens from the provenance (tests/test_plan_tokens.py does the same).
 """

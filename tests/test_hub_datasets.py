@@ -219,13 +219,15 @@ def test_lock_file_round_trip_and_a_moved_revision(hub_cache, tmp_path):
 
 
 def test_no_shipped_config_points_outside_the_repository():
-    """No `../` and no path of a particular machine in config/: a clone runs either paper as shipped."""
+    """No `../` and no absolute path (of a particular machine) in config/: a clone runs either paper as shipped."""
+    import re
+
     for path in sorted((REPO / "config").glob("*.yaml")):
         text = path.read_text()
         assert "../" not in text, path
         for line in text.splitlines():
-            value = line.split("#", 1)[0]
-            assert "/work/" not in value and "/home/" not in value and "/tmp/" not in value, (path, line)
+            value = line.split("#", 1)[0]  # comments may show a command with a placeholder folder
+            assert not re.search(r"(?<![:\w/.~])/[A-Za-z0-9._-]+/", value), (path, line)
     paper = yaml.safe_load((REPO / "config" / "trajectories-paper.yaml").read_text())
     assert all("hub_id" in s and "path" not in s for s in paper["question_sets"].values())
     corpus = yaml.safe_load((REPO / "config" / "corpus-study.yaml").read_text())
