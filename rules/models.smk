@@ -58,6 +58,8 @@ rule fetch_models:
     log:
         "results/logs/fetch_models.log",
     localrule: True
+    conda:
+        "../envs/cpu.yaml"
     script:
         "../workflow/scripts/write_lock.py"
 
@@ -98,6 +100,8 @@ rule fetch_datasets:
     log:
         "results/logs/fetch_datasets.log",
     localrule: True
+    conda:
+        "../envs/cpu.yaml"
     script:
         "../workflow/scripts/write_lock.py"
 
@@ -111,6 +115,8 @@ rule fetch_corpus:
     log:
         "results/logs/fetch_corpus.log",
     localrule: True
+    conda:
+        "../envs/cpu.yaml"  # and git, from the system
     script:
         "../workflow/scripts/fetch_corpus.py"
 
