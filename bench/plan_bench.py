@@ -2,10 +2,14 @@
 estimate against the tokens a real run of the embedded default generates.
 
     .venv/bin/python bench/plan_bench.py                  # planner wall time (target: a few seconds each)
+    .venv/bin/python bench/plan_bench.py --model-cache DIR  # the hub cache holding the four benchmarks
     .venv/bin/python bench/plan_bench.py --run-default    # + run the default's LLM stages (vLLM on CPU, minutes)
 
-The trajectories config reads its benchmarks from ../shared/corpus (the shared corpus beside the checkout);
-the run uses the embedded default without its imported traces (collection + trajectory sampling only), in a
+The trajectories config names its benchmarks by hub id: the planner reads them from the hub cache given with
+--model-cache (filled by `snakemake fetch_datasets`), else from one built in a temporary folder, in the hub's
+layout, from the shared corpus's benchmark files (tests/hub_data.py; --corpus, default the corpus folder
+beside the checkout, where tests/conftest.py finds it);
+the planner wall time includes reading them. The run uses the embedded default without its imported traces (collection + trajectory sampling only), in a
 temporary folder, and counts generated tokens from the provenance (tests/test_plan_tokens.py does the same).
 """
 
@@ -33,13 +37,35 @@ if __name__ == "__main__":  # vLLM spawns workers that re-import this file
     ap = argparse.ArgumentParser()
     ap.add_argument("--run-default", action="store_true")
     ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--model-cache", default="", help="hub cache holding the trajectories config's datasets")
+    ap.add_argument("--corpus", default=str(repo.parent / "shared" / "corpus"),
+                    help="the shared corpus, whose benchmark files fill a temporary cache when --model-cache is not given")
     args = ap.parse_args()
+    scratch = tempfile.TemporaryDirectory(prefix="plan-bench-data-")
+    cache = args.model_cache
+    if not cache:
+        from tests.hub_data import build_cache
+
+        cache = str(Path(scratch.name) / "cache")
+        build_cache(Path(args.corpus) / "benchmarks", Path(cache), Path(scratch.name) / "repos")
+    data = Path(scratch.name) / "data-cache.yaml"
+    data.write_text(f"resources: {{model_cache: {cache!r}}}\n")
     rows = []
+    from thinkprobe.generate.questions import read_question_set
+
+    specs = study_config([repo / "config" / "trajectories-paper.yaml", data], repo)["question_sets"]
+    reads = []
+    for _ in range(args.repeats):  # what every parse of the study pays for its hub datasets (pyarrow, offline)
+        t0 = time.perf_counter()
+        n = sum(len(read_question_set({**specs[q], "name": q}).questions) for q in ("gsm8k", "svamp", "math", "arc"))
+        reads.append(time.perf_counter() - t0)
+    rows.append((f"trajectories-paper: read its 4 hub datasets, {n:,} questions (s, best of {args.repeats})",
+                 f"{min(reads):.2f}"))
     for name in ("thinkprobe-paper", "trajectories-paper"):
         times = []
         for _ in range(args.repeats):
             t0 = time.perf_counter()
-            config = study_config([repo / "config" / f"{name}.yaml"], repo)
+            config = study_config([repo / "config" / f"{name}.yaml", data], repo)
             check_study(config, repo)
             plan = plan_study(config, repo)
             times.append(time.perf_counter() - t0)

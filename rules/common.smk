@@ -33,9 +33,40 @@ _too_large = _study_size(config, ".")  # before any list of units is built (join
 if _too_large:
     raise WorkflowError("the study is too large to plan:\n  - " + "\n  - ".join(_too_large))
 
+# ---- data fetched by the workflow (rules/models.smk): git inputs, hub datasets, the lock file ----
+# A git input not yet cloned and a hub question set not yet in the cache are left out of the plan; every
+# study target then stops with a message naming them (data_ready), while the fetch rules can run.
+from thinkprobe.corpus_git import corpus_cache as _corpus_cache, resolve_inputs as _resolve_inputs
+from thinkprobe.generate.datasets import hub_sets as _hub_sets, prepare as _prepare_datasets
+from thinkprobe.generate.lock import LockError, lock_path, read_lock, relock_requested
+
+LOCK_FILE = lock_path(workflow.overwrite_configfiles or workflow.configfiles)
+try:
+    LOCK = read_lock(LOCK_FILE)
+except LockError as exc:
+    raise WorkflowError(str(exc))
+RELOCK = relock_requested(config["relock"])  # --config relock=true: move the lock's commits on purpose
+CORPUS_CACHE = _corpus_cache(config["resources"]["corpus_cache"])
+INPUTS, _corpus_pending, _data_problems = _resolve_inputs(config["inputs"], CORPUS_CACHE)
+_more_problems, _datasets_pending = _prepare_datasets(config, LOCK, str(LOCK_FILE), RELOCK)
+_data_problems += _more_problems
+if _data_problems:
+    raise WorkflowError("the study's data cannot be used as configured:\n  - " + "\n  - ".join(_data_problems))
+PENDING = {**_corpus_pending, **{f"question_sets.{k}": v for k, v in _datasets_pending.items()}}
+HUB_DATASETS = _hub_sets(config)
+
+
+def data_ready(wildcards=None):
+    """Nothing (every input of the study is there), or an error naming what to fetch first: an input of every
+    study target, so `snakemake` stops before any job while `snakemake fetch_datasets fetch_corpus` runs."""
+    if PENDING:
+        raise WorkflowError("fetch the study's data first:\n  - " + "\n  - ".join(PENDING.values()))
+    return []
+
+
 try:
     PLAN = discover(
-        config["inputs"],
+        INPUTS,  # config["inputs"] with each git entry as a path inside its clone
         base=".",
         max_bytes=config["analysis"]["input"]["max_trace_bytes"],
         models=[str(m) for m in config["units"]["models"]],
@@ -52,7 +83,7 @@ from thinkprobe.planchecks import unknown_grid_models
 _unknown_models = unknown_grid_models(config["units"]["models"], PLAN.found_models, COLLECT.models)
 if _unknown_models and (PLAN.records or COLLECT.units):  # with nothing at all, the message below says more
     raise WorkflowError(_unknown_models)
-if not PLAN.records and not COLLECT.units:
+if not PLAN.records and not COLLECT.units and not PENDING:
     raise WorkflowError(
         no_traces_message(PLAN, config["inputs"], config["units"]["models"], config["units"]["runs"])
     )
@@ -179,6 +210,11 @@ if _problems:
 
 _RES = config["resources"]
 HUB_MODELS = _hub_models(config, COLLECT)
+from thinkprobe.generate.lock import check_models as _check_lock
+
+_lock_problems, LOCKED_MODELS = _check_lock(config, HUB_MODELS, LOCK, str(LOCK_FILE), RELOCK)
+if _lock_problems:
+    raise WorkflowError("the lock file does not match the model cache:\n  - " + "\n  - ".join(_lock_problems))
 # what a job needs to find a hub model offline: the cache and the manifest of its fetch (params of the jobs)
 for _name in HUB_MODELS:
     _extra = {"manifest": f"results/models/{_name}.json",
@@ -189,8 +225,10 @@ for _name in HUB_MODELS:
 
 
 def model_manifest(model):
-    """The fetch manifest a job that loads ``model`` waits for ([] for a local or built-in model)."""
-    return [f"results/models/{model}.json"] if model in HUB_MODELS else []
+    """The fetch manifest a job that loads ``model`` waits for ([] for a local or built-in model). Ancient: a
+    fetch rerun that rewrites it (a lock added, a parameter of the fetch changed) reruns no GPU job; the job
+    loads the commit the manifest names."""
+    return [ancient(f"results/models/{model}.json")] if model in HUB_MODELS else []
 
 
 def traj_sample_gpus(wildcards):

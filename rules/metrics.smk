@@ -47,11 +47,13 @@ rule analysis_batch:
 rule aggregate:
     input:
         all_unit_files("metrics", "json"),
+        data_ready,  # a dataset or git input not fetched yet: stop, naming it (rules/common.smk)
     output:
         metrics="results/tables/metrics.parquet",
         exclusions="results/tables/exclusions.parquet",
     params:
-        problems=[p.as_row() for p in PLAN.problems],
+        # input problems and the records a collected question set left out (stage "questions")
+        problems=[p.as_row() for p in PLAN.problems] + COLLECT.skipped_rows(),
         code=CODE["aggregate"],
     log:
         "results/logs/aggregate.log",

@@ -1,22 +1,35 @@
-# Models by Hugging Face hub id (thinkprobe.generate.hub) and the study planner (thinkprobe.generate.budget).
+# Models and datasets by Hugging Face hub id (thinkprobe.generate.hub, thinkprobe.generate.datasets), trace
+# collections by git (thinkprobe.corpus_git), the lock file (thinkprobe.generate.lock) and the study planner
+# (thinkprobe.generate.budget). docs/data.md describes them for a user.
 #
 # fetch_model: one job per hub model used by collection or trajectories; fills resources.model_cache with the
-# pinned revision and writes results/models/{model}.json (resolved commit, files, hashes, context length).
-# A local rule by default (the login node has the network; resources.fetch_local: false makes it a SLURM job).
-# Every job that loads the model depends on that manifest and loads the snapshot offline (HF_HUB_OFFLINE=1).
-#   snakemake fetch_models     # on a login node, before submitting the study
-#   snakemake plan             # results/plan/plan.txt: jobs, GPUs, tokens and GPU hours of the study
+# pinned revision (the lock's commit when the study has a lock) and writes results/models/{model}.json
+# (resolved commit, files, hashes, context length) once the snapshot is complete. fetch_dataset: the same for
+# a question set named by hub id (results/datasets/{question_set}.json: commit, every file with its sha256).
+# Both are local rules by default (the login node has the network; resources.fetch_local: false makes them
+# SLURM jobs). Every job that loads a model depends on its manifest and loads it offline (HF_HUB_OFFLINE=1);
+# questions are read from the cache when Snakemake parses the config, so a dataset is fetched before a study
+# can plan its jobs: until then every study target stops naming it (data_ready in rules/common.smk).
+# fetch_corpus: clones every git input once into resources.corpus_cache, at its commit.
+#   snakemake fetch_datasets fetch_models fetch_corpus   # on a login node, before submitting the study;
+#                                                        # writes <config>.lock.yaml (models, datasets)
+#   snakemake plan                                       # results/plan/plan.txt: jobs, GPUs, tokens, GPU hours
 #
-# HUB_MODELS, model_manifest and the parse-time checks are in rules/common.smk.
+# HUB_MODELS, LOCKED_MODELS, HUB_DATASETS, model_manifest and the parse-time checks are in rules/common.smk.
 
-# No `code` param: the manifest describes the shared cache, not an output of our code, and re-fetching after a
-# code edit would rerun every job that loads the model. With no hub model the rule matches no file.
+from thinkprobe.generate.lock import stale_pin as _stale_pin
+
+# No `code` param: a manifest describes the shared cache, not an output of our code, and re-fetching after a
+# code edit would rerun the fetch of every model. With no hub model the rule matches no file.
 rule fetch_model:
     output:
         "results/models/{model}.json",
     params:
         hub_id=lambda w: config["models"][w.model]["hub_id"],
         revision=lambda w: config["models"][w.model].get("revision") or "main",
+        lock=str(LOCK_FILE),  # the job fetches the commit the lock pins, if any (thinkprobe.generate.lock)
+        relock=RELOCK,  # --config relock=true: fetch again, resolving the revision anew
+        pin=lambda w: _stale_pin(LOCKED_MODELS.get(w.model), f"results/models/{w.model}.json"),  # lock changed: refetch
         model_cache=_RES["model_cache"],
         token_env=_RES["hub_token_env"],  # the variable's NAME; the token itself never reaches a file
     wildcard_constraints:
@@ -34,13 +47,83 @@ rule fetch_model:
         "../workflow/scripts/fetch_model.py"
 
 
+# Writes the lock file's `models:` section from the manifests (a rule without output: it runs whenever it
+# is asked for, so a deleted lock is written again without fetching anything).
 rule fetch_models:
     input:
         [f"results/models/{m}.json" for m in HUB_MODELS],
+    params:
+        section="models",
+        lock=str(LOCK_FILE),
+    log:
+        "results/logs/fetch_models.log",
     localrule: True
+    conda:
+        "../envs/cpu.yaml"
+    script:
+        "../workflow/scripts/write_lock.py"
+
+
+rule fetch_dataset:
+    output:
+        "results/datasets/{question_set}.json",
+    params:
+        # what names the data (not limit/offset/ids, which select from it: changing them fetches nothing)
+        spec=lambda w: {k: v for k, v in config["question_sets"][w.question_set].items()
+                        if k in ("source", "hub_id", "revision", "config", "subset", "split", "math_type")},
+        lock=str(LOCK_FILE),
+        relock=RELOCK,
+        pin=lambda w: _stale_pin(config["question_sets"][w.question_set].get("locked_commit"),
+                                 f"results/datasets/{w.question_set}.json"),
+        model_cache=_RES["model_cache"],
+        token_env=_RES["hub_token_env"],
+    wildcard_constraints:
+        question_set="|".join(re.escape(q) for q in HUB_DATASETS) or "(?!)",
+    log:
+        "results/logs/fetch_dataset/{question_set}.log",
+    localrule: _RES["fetch_local"]
+    resources:
+        mem_mb=2000,
+        runtime=60,
+    conda:
+        "../envs/gpu.yaml"  # huggingface_hub, as for fetch_model
+    script:
+        "../workflow/scripts/fetch_dataset.py"
+
+
+rule fetch_datasets:
+    input:
+        [f"results/datasets/{q}.json" for q in HUB_DATASETS],
+    params:
+        section="datasets",
+        lock=str(LOCK_FILE),
+    log:
+        "results/logs/fetch_datasets.log",
+    localrule: True
+    conda:
+        "../envs/cpu.yaml"
+    script:
+        "../workflow/scripts/write_lock.py"
+
+
+# Clones every git input (a rule without output: it checks the clones each time it is asked for, and clones
+# what is missing; a clone already at its commit costs one `git rev-parse`).
+rule fetch_corpus:
+    params:
+        inputs=[dict(e) for e in config["inputs"] if e.get("git")],
+        cache=str(CORPUS_CACHE),
+    log:
+        "results/logs/fetch_corpus.log",
+    localrule: True
+    conda:
+        "../envs/cpu.yaml"  # and git, from the system
+    script:
+        "../workflow/scripts/fetch_corpus.py"
 
 
 rule plan:
+    input:
+        data_ready,  # the questions of a hub dataset are needed to count the jobs
     output:
         table="results/plan/plan.txt",
         rows="results/plan/plan.json",

@@ -13,7 +13,11 @@ STATS_CODE = {name: source_hash(mods) for name, mods in _STATS_MODULES.items()}
 # each epsilon^2's permutation null (thinkprobe/stats/permutation.py): B shufflings, their seed, what moves
 STATS_PERMUTATION = {"B": STATS["permutations"], "seed": STATS["permutation_seed"], "units": STATS["permutation_units"]}
 # segmentation agreement needs the corpus's labelled steps: inputs read through the steering adapter
-AGREEMENT_FILES = sorted({e["path"] for e in config["inputs"] if e.get("adapter") == "steering-thinking-llms"})
+# (INPUTS: config["inputs"] with git entries resolved to their clones; a glob names each of its files)
+from thinkprobe.units import input_roots as _input_roots
+
+AGREEMENT_FILES = sorted({str(f) for e in INPUTS if e.get("adapter") == "steering-thinking-llms"
+                          for f in _input_roots(Path(e["path"]))})
 
 STATS_TABLES = {
     "kruskal": "results/stats/kruskal.parquet",

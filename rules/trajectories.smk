@@ -87,6 +87,7 @@ rule traj_label:
 rule traj_tables:
     input:
         TRAJ_PLAN.files("trajectories"),
+        data_ready,  # a dataset not fetched yet: stop, naming it (rules/common.smk)
     output:
         traces="results/trajectories/traces.parquet",
         exclusions="results/trajectories/exclusions.parquet",

@@ -1,10 +1,12 @@
-"""A Hugging Face hub endpoint on loopback for the hub-model tests (no hub is reachable from the test machines).
+"""A Hugging Face hub endpoint on loopback for the hub-model and hub-dataset tests (no hub is reachable from the
+test machines).
 
 It speaks the part of the hub's protocol that decides what huggingface_hub raises: ``X-Error-Code:
 RepoNotFound`` (404) for a repository whose name contains ``nosuch``, ``RevisionNotFound`` for the revision
 ``badrev``, and 503 (the hub is down) for everything else, so that ``snapshot_download`` falls back to the
-cache as it does on a cluster whose hub is unreachable. Every request is recorded (method, path, whether an
-``Authorization`` header came with it), so a test can tell which jobs touched the network.
+cache as it does on a cluster whose hub is unreachable. Models and datasets alike (``/api/models/...``,
+``/api/datasets/...``). Every request is recorded (method, path, whether an ``Authorization`` header came
+with it), so a test can tell which jobs touched the network.
 """
 
 from __future__ import annotations
@@ -50,7 +52,12 @@ class FakeHub:
 
     def model_requests(self) -> list[tuple[str, str, str | None]]:
         """Requests about models (huggingface_hub also asks unrelated endpoints at import)."""
-        return [r for r in self.requests if r[1].startswith("/api/models/") or "/resolve/" in r[1]]
+        return [r for r in self.requests if r[1].startswith("/api/models/")
+                or ("/resolve/" in r[1] and not r[1].startswith("/datasets/"))]
+
+    def dataset_requests(self) -> list[tuple[str, str, str | None]]:
+        """Requests about datasets (repository info, file listings, downloads)."""
+        return [r for r in self.requests if r[1].startswith(("/api/datasets/", "/datasets/"))]
 
     def __enter__(self) -> "FakeHub":
         self._thread.start()

@@ -222,7 +222,11 @@ print("RULES " + json.dumps(_rules))
 # Rules without a `code` param, on purpose: their outputs are protected GPU/collected data that a code edit
 # must never regenerate implicitly (their provenance records the code hash instead).
 NO_CODE_PARAM = {"traj_sample": "protected continuations", "collected_trace": "protected trace units",
-                 "fetch_model": "a download into the shared model cache"}
+                 "fetch_model": "a download into the shared model cache",
+                 "fetch_dataset": "a download into the shared model cache",
+                 # rules without output: they run whenever asked for (the lock file, the git clones)
+                 "fetch_models": "writes the lock from the manifests", "fetch_datasets": "writes the lock",
+                 "fetch_corpus": "clones what is missing"}
 
 
 def workflow_rules(tmp: Path, package_root: Path = REPO) -> dict[str, dict]:

@@ -36,8 +36,13 @@ def _smollm2_folder() -> Path:
         missing(f"the built-in model is not available: {exc} (bash scripts/setup.sh)")
 
 
-def _light_copy(dest: Path, chat_template: bool = True) -> Path:
-    """SmolLM2's config and tokenizer without the weights (enough for everything but loading the model)."""
+def _light_copy(dest: Path, chat_template: bool = True, shards: int = 0) -> Path:
+    """SmolLM2's config and tokenizer with small stand-in weights instead of its own (enough for everything
+    but loading the model): one ``model.safetensors``, or with ``shards`` a sharded set and its index, as a
+    large model has them. Real safetensors files, one small tensor each."""
+    import numpy as np
+    from safetensors.numpy import save_file
+
     dest.mkdir(parents=True)
     for p in _smollm2_folder().iterdir():
         if p.suffix != ".safetensors" and (chat_template or p.name != "chat_template.jinja"):
@@ -46,6 +51,15 @@ def _light_copy(dest: Path, chat_template: bool = True) -> Path:
         cfg = json.loads((dest / "tokenizer_config.json").read_text())
         cfg.pop("chat_template", None)
         (dest / "tokenizer_config.json").write_text(json.dumps(cfg))
+    if not shards:
+        save_file({"stand_in": np.zeros(8, dtype=np.float32)}, str(dest / "model.safetensors"))
+        return dest
+    weight_map = {}
+    for i in range(1, shards + 1):
+        name = f"model-{i:05d}-of-{shards:05d}.safetensors"
+        save_file({f"layer{i}": np.full(8, i, dtype=np.float32)}, str(dest / name))
+        weight_map[f"layer{i}"] = name
+    (dest / "model.safetensors.index.json").write_text(json.dumps({"metadata": {}, "weight_map": weight_map}))
     return dest
 
 
@@ -202,3 +216,55 @@ def test_converted_builtin_model_respects_the_umask():
     for p in folder.iterdir():
         if p.stat().st_uid == os.getuid():
             assert stat.S_IMODE(p.stat().st_mode) == 0o666 & ~umask, p
+
+
+@pytest.mark.workflow
+def test_a_half_downloaded_snapshot_gets_no_manifest(tmp_path):
+    """Issue 28 item 2. A download killed midway leaves a snapshot without one of its three weight shards (its
+    blob left as ``*.incomplete``); `snakemake fetch_models` rerun while the hub is unreachable (the loopback
+    hub answers 503, and again with HF_HUB_OFFLINE=1) fails naming the missing shard and the command that
+    resumes it, and writes no manifest. Once the shard is there the same command writes the manifest. With
+    the repository's file list that huggingface_hub caches when a download starts, a missing file that no
+    rule of a usable model would ask for is named too."""
+    from thinkprobe.generate.hub import import_folder, repo_folder
+
+    cache = tmp_path / "cache"
+    snap, commit = import_folder(_light_copy(tmp_path / "src", shards=3), HUB_ID, cache)
+    link = snap / "model-00002-of-00003.safetensors"
+    blob = link.resolve()
+    partial = blob.with_name(blob.name + ".incomplete")
+    link.unlink()
+    blob.rename(partial)
+    wd = make_workdir(tmp_path / "wd", _config(cache, {"smol": _hub_model()}))
+    log = wd / "results/logs/fetch_model/smol.log"
+    with FakeHub() as hub:
+        for offline in (False, True):
+            proc = _run(wd, hub, "fetch_models", offline=offline)
+            assert proc.returncode != 0
+            text = log.read_text()
+            assert "models.smol.hub_id = 'HuggingFaceTB/SmolLM2-135M-Instruct': the snapshot" in text, text[-2000:]
+            assert "1 file(s) missing or cut short: model-00002-of-00003.safetensors" in text
+            assert "(1 partial download(s) in blobs/)" in text and "resume it with `snakemake fetch_models`" in text
+            assert not (wd / "results/models/smol.json").exists()
+        assert hub.model_requests()  # online it asked the hub first
+        partial.rename(blob)  # the download resumed and finished
+        link.symlink_to(os.path.relpath(blob, link.parent))
+        done = _run(wd, hub, "fetch_models")
+        assert done.returncode == 0, done.stderr[-3000:]
+        manifest = json.loads((wd / "results/models/smol.json").read_text())
+        assert {f["path"] for f in manifest["files"]} >= {f"model-0000{i}-of-00003.safetensors" for i in (1, 2, 3)}
+
+        try:
+            from huggingface_hub._tree_cache import TreeCacheEntry, write_tree_cache
+        except ImportError:
+            return  # an older huggingface_hub keeps no file list: the offline check above is the whole check
+        listing = {p: TreeCacheEntry(size=(snap / p).stat().st_size, blob_id="0" * 40)
+                   for p in ("config.json", "tokenizer.json")}
+        listing["original/notes.md"] = TreeCacheEntry(size=12, blob_id="1" * 40)
+        write_tree_cache(str(repo_folder(cache, HUB_ID)), commit, listing)
+        (wd / "results/models/smol.json").unlink()
+        again = _run(wd, hub, "fetch_models", offline=True)
+        assert again.returncode != 0
+        text = log.read_text()
+        assert "original/notes.md" in text and "snakemake fetch_models" in text, text[-2000:]
+        assert not (wd / "results/models/smol.json").exists()

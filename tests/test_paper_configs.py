@@ -4,8 +4,9 @@ Asserts the jobs per rule, the GPUs (tensor parallel) and memory each generation
 only fetch_model may use the network (it is a local rule, on the login node; every job that loads a model
 waits for its manifest and loads it offline), that the planner counts the same jobs as Snakemake, and that a
 node with fewer GPUs than a model's tensor_parallel_size (the local cluster's, read with sinfo) is a config
-error naming the key. The trajectories study is dry-run on its first 20 questions per benchmark (the full
-DAG has ~100,000 jobs); the planner is checked on the full study too.
+error naming the key. The trajectories study reads its benchmarks by hub id from a cache built in the hub's
+layout from the shared corpus (tests/hub_data.py) and is dry-run on its first 20 questions per benchmark (the
+full DAG has ~100,000 jobs); the planner is checked on the full study too.
 """
 
 from __future__ import annotations
@@ -109,13 +110,17 @@ def test_thinkprobe_paper_dry_run(tmp_path):
 
 
 def test_trajectories_paper_dry_run(tmp_path):
+    from tests.hub_data import build_cache
+
     paper = REPO / "config" / "trajectories-paper.yaml"
     config = yaml.safe_load(paper.read_text())
-    benchmarks = corpus_path("benchmarks")
-    local = {"question_sets": {name: {**spec, "path": str(benchmarks / spec["path"].split("benchmarks/", 1)[1])}
-                               for name, spec in config["question_sets"].items()}}
-    full = tmp_path / "corpus-paths.yaml"
-    full.write_text(yaml.safe_dump(local))
+    # the four benchmarks by hub id, from a cache in the hub's layout built from the shared corpus's files,
+    # given as a user gives a cache: resources.model_cache in a config file on the command line
+    cache = tmp_path / "hub-cache"
+    build_cache(corpus_path("benchmarks"), cache, tmp_path / "repos")
+    full = tmp_path / "data-cache.yaml"
+    full.write_text(yaml.safe_dump({"resources": {"model_cache": str(cache)}}))
+    local = {"question_sets": config["question_sets"]}
     wd = make_workdir(tmp_path / "wd", yaml.safe_load((REPO / "config" / "config.yaml").read_text()))
 
     # the planner on the full study: every model x benchmark, 16 fetches; the temperature comparison's two

@@ -29,12 +29,23 @@ def _docs_table(config: str) -> str:
 
 
 @pytest.mark.fast
-def test_documented_cost_tables_are_the_planner_output():
+def test_documented_cost_tables_are_the_planner_output(tmp_path):
+    from tests.hub_data import build_cache
+
     out = _plan("--markdown", "--configfile", "config/thinkprobe-paper.yaml")
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == _docs_table("config/thinkprobe-paper.yaml")
-    corpus_path("benchmarks")  # the trajectories config reads its benchmarks from the shared corpus
-    out = _plan("--markdown", "--configfile", "config/trajectories-paper.yaml")
+    # the trajectories config names its benchmarks by hub id: without them in the cache, an error naming them
+    empty = tmp_path / "empty-cache.yaml"
+    empty.write_text(yaml.safe_dump({"resources": {"model_cache": str(tmp_path / "empty")}}))
+    out = _plan("--markdown", "--configfile", "config/trajectories-paper.yaml", str(empty))
+    assert out.returncode == 2 and "question_sets.gsm8k.hub_id = 'openai/gsm8k'" in out.stderr
+    assert "snakemake fetch_datasets" in out.stderr
+    # with them (a cache in the hub's layout built from the shared corpus, given on the command line)
+    build_cache(corpus_path("benchmarks"), tmp_path / "cache", tmp_path / "repos")
+    cache = tmp_path / "cache.yaml"
+    cache.write_text(yaml.safe_dump({"resources": {"model_cache": str(tmp_path / "cache")}}))
+    out = _plan("--markdown", "--configfile", "config/trajectories-paper.yaml", str(cache))
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == _docs_table("config/trajectories-paper.yaml")
 

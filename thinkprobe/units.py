@@ -138,11 +138,26 @@ def _unit_of(raw: RawRecord, entry: dict[str, Any]) -> tuple[UnitKey | None, str
     return key, ids["domain"], original
 
 
+def is_pattern(path: Path) -> bool:
+    return any(c in str(path) for c in "*?[")
+
+
+def input_roots(root: Path) -> list[Path]:
+    """The files or folders an input's ``path`` names: itself, or every match of a glob pattern in its last
+    component(s) (``.../reasoning_comparison_deepseek-r1-distill-*.json``), sorted; [] when none exists."""
+    if not is_pattern(root):
+        return [root] if root.exists() else []
+    anchor = Path(root.anchor) if root.is_absolute() else Path(".")
+    parts = root.parts[1:] if root.is_absolute() else root.parts
+    return sorted(anchor.glob(str(Path(*parts))))
+
+
 def discover(inputs: Iterable[dict[str, Any]], base: str | Path = ".", max_bytes: int = 2_000_000,
              models: list[str] | None = None, runs: list[str] | None = None) -> Discovery:
     """Read every configured input and map its records to units.
 
-    ``inputs`` entries: ``{"path": file or folder, "question_set": name, "model": default, "run": default}``.
+    ``inputs`` entries: ``{"path": file, folder or glob pattern, "question_set": name, "model": default, "run":
+    default}`` (a git entry is turned into a path inside its clone first: :mod:`thinkprobe.corpus_git`).
     ``models``/``runs`` fix the unit grid (a study's design); when empty, the grid is every model and run
     found. Each question set has its own grid (:attr:`Discovery.grids`): the configured models and runs, or
     when those are empty the models and runs found in that set's inputs; units of a set's grid without a
@@ -154,9 +169,11 @@ def discover(inputs: Iterable[dict[str, Any]], base: str | Path = ".", max_bytes
     for entry in inputs:
         root = Path(entry["path"])
         root = root if root.is_absolute() else base / root
-        if not root.exists():
-            raise InputError(f"input {entry['path']!r} (question set {entry['question_set']!r}): no such file or folder")
-        for path in walk_inputs([root]):
+        roots = input_roots(root)
+        if not roots:
+            raise InputError(f"input {entry['path']!r} (question set {entry['question_set']!r}): "
+                             + ("no file matches the pattern" if is_pattern(root) else "no such file or folder"))
+        for path in walk_inputs(roots):
             if isinstance(path, Exclusion):
                 found.problems.append(path)
                 continue

@@ -372,8 +372,12 @@ def study_config(configfiles: list[str | Path], base: str | Path = ".") -> dict[
         with open(path, encoding="utf-8") as fh:
             _merge(config, yaml.safe_load(fh) or {})
     schema_root = root if (root / "config" / "schema.yaml").is_file() else Path(__file__).resolve().parents[2]
-    return validate_config(config, load_schema(schema_root / "config" / "schema.yaml"),
-                           ", ".join(str(p) for p in configfiles) or "config/config.yaml")
+    config = validate_config(config, load_schema(schema_root / "config" / "schema.yaml"),
+                             ", ".join(str(p) for p in configfiles) or "config/config.yaml")
+    from .datasets import prepare_study
+
+    prepare_study(config, list(configfiles), base)  # hub question sets: read from the cache, at the locked commit
+    return config
 
 
 def _merge(into: dict[str, Any], new: Mapping[str, Any]) -> None:

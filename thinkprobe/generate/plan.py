@@ -23,7 +23,7 @@ from typing import Any, Mapping
 from ..traces import safe_id
 from ..units import Discovery, UnitKey
 from .defaults import MODEL_DEFAULTS  # re-exported: plan.MODEL_DEFAULTS (one home: generate.defaults)
-from .questions import PROMPT_VARIANTS, Question, QuestionSetError, load_question_set
+from .questions import PROMPT_VARIANTS, Question, QuestionSetError, Skipped, read_question_set
 
 
 def model_settings(name: str, cfg: Mapping[str, Any]) -> dict[str, Any]:
@@ -71,6 +71,14 @@ class CollectionPlan:
     batches: dict[tuple[str, str, str], list[str]] = field(default_factory=dict)  # (model, qset, batch) -> qids
     units: dict[UnitKey, tuple[str, str, str]] = field(default_factory=dict)  # unit -> its batch key
     jobs: dict[tuple[str, str], dict[str, Any]] = field(default_factory=dict)  # (model, qset) -> job settings
+    skipped: dict[str, list[Skipped]] = field(default_factory=dict)  # question set -> records left out
+    pending: set[str] = field(default_factory=set)  # hub question sets not fetched yet (no job planned)
+
+    def skipped_rows(self) -> list[dict[str, str]]:
+        """One exclusion row per record a collected question set left out (stage ``questions``)."""
+        return [{"trace_id": f"{qset}/{Path(s.path).name}:{s.line}", "question_set": qset, "stage": "questions",
+                 "reason": s.reason, "source": f"{s.path}:{s.line}"}
+                for qset, rows in sorted(self.skipped.items()) for s in rows]
 
     @property
     def question_sets(self) -> list[str]:
@@ -122,10 +130,17 @@ def plan_collection(config: Mapping[str, Any], base: str | Path = ".") -> Collec
             raise CollectionConfigError(f"collection job {model} x {qset}: model and question set names must "
                                         "be plain file names (letters, digits, '.', '_', '-')")
         if qset not in plan.questions:
+            from .datasets import DatasetPending
+
             try:
-                plan.questions[qset] = load_question_set({**qsets_cfg[qset], "name": qset}, Path(base))
+                found = read_question_set({**qsets_cfg[qset], "name": qset}, Path(base))
+            except DatasetPending:  # a hub set not fetched yet: no job until `snakemake fetch_datasets`
+                plan.pending.add(qset)
+                plan.models[model] = model_settings(model, models_cfg[model])
+                continue
             except (QuestionSetError, OSError) as exc:
                 raise CollectionConfigError(f"question set {qset!r}: {exc}") from exc
+            plan.questions[qset], plan.skipped[qset] = found.questions, found.skipped
             if not plan.questions[qset]:
                 raise CollectionConfigError(f"question set {qset!r} selects no question")
         mcfg = model_settings(model, models_cfg[model])

@@ -31,11 +31,14 @@ def run(args: argparse.Namespace) -> int:
     from .budget import PlanError, plan_study, study_config
     from .study_checks import check_study
 
+    from .datasets import prepare_study
+
     config = study_config(args.configfile, args.directory)
     too_large = study_size(config, args.directory)  # before any list of units is built
     if too_large:
         raise PlanError("the study is too large to plan:\n  - " + "\n  - ".join(too_large))
-    problems = check_study(config, args.directory)
+    problems, pending = prepare_study(config, args.configfile, args.directory)  # datasets: fetched, lock kept
+    problems += list(pending.values()) + check_study(config, args.directory)
     if problems:
         raise PlanError("the study cannot run as configured:\n  - " + "\n  - ".join(problems))
     plan = plan_study(config, args.directory)

@@ -8,6 +8,7 @@ A question set is chosen in config by a *spec* (a mapping), read by :func:`load_
     {name: svamp, source: svamp, path: .../svamp/SVAMP.json}
     {name: math, source: math, path: .../math/test.jsonl}              # Algebra subset (``math_type``, default "Algebra")
     {name: arc-c, source: arc, path: .../arc/test.jsonl, ids: [Mercury_7175875]}
+    {name: gsm8k, source: gsm8k, hub_id: openai/gsm8k, config: main, split: test}   # a dataset by hub id
 
 Keys: ``name`` (the question set's name in the unit paths; defaults to ``source``), ``source``
 (:data:`SOURCES`), ``path`` (required for every source but ``builtin``; relative to ``base``), ``offset`` and
@@ -15,6 +16,14 @@ Keys: ``name`` (the question set's name in the unit paths; defaults to ``source`
 file order; a bare source id such as ``chal-1`` also matches ``svamp-chal-1``), ``math_type`` (``source:
 math`` only; ``null`` keeps every type). ``description`` and ``prompt_variant`` are accepted and left to the
 caller; any other key is an error, so that a typo such as ``lmit: 20`` cannot silently select everything.
+
+Instead of ``path``, a set may name a Hugging Face dataset: ``hub_id`` (``org/name``), ``revision`` (a branch,
+tag or commit; default ``main``), ``config`` (or its alias ``subset``: the dataset's configuration, e.g.
+GSM8K's ``main``, MATH's ``algebra``) and ``split`` (default ``test``; a list reads several splits in
+order). The snapshot is read from the hub cache (``resources.model_cache``) with pyarrow, never from the
+network: rule ``fetch_dataset`` fills the cache (:mod:`thinkprobe.generate.datasets`). Its Parquet, JSONL or
+JSON records go through the same loaders as a file's, with the hub's field layouts too (ARC's ``choices``
+as ``{text: [...], label: [...]}``).
 
 Gold answers (the contract the answer parser relies on: the canonical raw gold string)
     * GSM8K (``test.jsonl``): the text after the last ``####`` of ``answer``, stripped, commas removed.
@@ -25,7 +34,8 @@ Gold answers (the contract the answer parser relies on: the canonical raw gold s
       of the LAST ``\\boxed{...}`` (or ``\\fbox{...}``, or ``\\boxed 5``) of ``solution``, nested braces
       balanced.
     * ARC: the skywork format (a JSON array of ``{id, question, answer, A..E, label}``) and the AllenAI
-      schema (JSONL of ``{id, question: {stem, choices: [{text, label}]}, answerKey}``). Digit labels 1-5
+      schema (JSONL of ``{id, question: {stem, choices: [{text, label}]}, answerKey}``) and the hub's
+      (``allenai/ai2_arc``: ``{id, question, choices: {text: [...], label: [...]}, answerKey}``). Digit labels 1-5
       (about 2% of ARC items) are mapped to A-E, in the choices and in the gold letter alike. The choices are
       kept as ``((label, text), ...)``.
 
@@ -34,16 +44,18 @@ Question ids (stable: the same file gives the same ids on every load, whatever `
     * SVAMP: ``svamp-<ID>`` (the dataset's own id, e.g. ``svamp-chal-1``); ARC: ``arc-<id>`` (ARC's own id).
     * MATH: ``math-<idx>`` from the harness's ``idx`` field (its index into the fixed 5,000-problem MATH
       test split; the derived algebra file keeps the same ``idx``, so both files give the same ids); a record
-      without ``idx`` gets ``math-h<content hash>``.
+      without ``idx`` (the hub's copies of MATH have none) gets ``math-h<content hash>``.
     * GSM8K has no ids of its own: ``gsm8k-<first 10 hex of sha256(question)>``, a content hash, so an id
       survives reordering or a new version of the file; two records with the same question text would be
       disambiguated by ``-2``, ``-3`` in file order (none in the public test split).
 
 Bad records never stop a load: a record that is not JSON, not an object, or lacks a field (a GSM8K answer
 without ``####``, a MATH solution without ``\\boxed``, an ARC gold letter that is none of its choices) is
-skipped with a :class:`Skipped` entry naming the file, the line and the reason (logged as a warning; the full
-list is returned by :func:`read_question_set`). A missing file, an unknown source or a malformed spec is
-a :class:`QuestionSetError`: that is a fault of the configuration, not of one record.
+skipped with a :class:`Skipped` entry naming the file, the line (a Parquet file's row) and the reason (logged
+as a warning; the full list is returned by :func:`read_question_set`, and the workflow puts each in the
+exclusions table, stage ``questions``). A missing file, an unknown source, a malformed spec or a file none of
+whose records has the fields its benchmark needs is a :class:`QuestionSetError`: that is a fault of the
+configuration, not of one record.
 
 Prompt variants (:data:`~thinkprobe.generate.prompts.PROMPT_VARIANTS`, chosen by name in config) live in
 :mod:`thinkprobe.generate.prompts` (re-exported here); answer formats shared with the parser live in
@@ -67,7 +79,9 @@ log = logging.getLogger("thinkprobe")
 TASKS = QUESTION_TASKS
 SOURCES = ("builtin", "open", "gsm8k", "svamp", "math", "arc")
 BUILTIN_FILE = "open200.jsonl"
-_SPEC_KEYS = {"name", "source", "path", "limit", "offset", "ids", "math_type", "description", "prompt_variant"}
+_SPEC_KEYS = {"name", "source", "path", "limit", "offset", "ids", "math_type", "description", "prompt_variant",
+              "hub_id", "revision", "config", "subset", "split",
+              "dataset_cache", "locked_commit"}  # the last two: filled in by datasets.prepare, never by a user
 
 
 @dataclass(frozen=True)
@@ -159,7 +173,7 @@ def _iter_json_array(path: Path, text: str) -> Iterator[tuple[int, Any]]:
 
 
 def _iter_records(path: Path) -> Iterator[tuple[int, Any]]:
-    """Records of a JSON array file or a JSONL file, whatever the extension says."""
+    """Records of a JSON array file or a JSONL file, whatever the extension says, with their lines."""
     if not path.is_file():
         raise QuestionSetError(f"question file not found: {path}")
     try:
@@ -222,10 +236,20 @@ def number_string(value: float | int | str) -> str:
 # -------------------------------------------------------------------------------------------- loaders
 
 
-def _load_with(path: Path, build: Callable[[dict], Question | None]) -> Iterator[tuple[int, Question | _BadRecord]]:
-    """Every record of ``path`` through ``build``: a record that is not a JSON object, or that ``build``
-    rejects with :class:`_BadRecord`, is yielded as that error (with its line); ``None`` filters it out."""
+Records = Iterator[tuple[str, int, Any]]  # (file, line or row, the record or the _BadRecord it is)
+
+
+def file_records(path: Path) -> Records:
+    """(file, line, record) for every record of a question file (:func:`_iter_records`)."""
     for line, rec in _iter_records(path):
+        yield str(path), line, rec
+
+
+def _load_with(records: Records, build: Callable[[dict], Question | None]
+               ) -> Iterator[tuple[str, int, Question | _BadRecord]]:
+    """Every record through ``build``: a record that is not a JSON object, or that ``build`` rejects with
+    :class:`_BadRecord`, is yielded as that error (with its file and line); ``None`` filters it out."""
+    for where, line, rec in records:
         try:
             if isinstance(rec, _BadRecord):
                 raise rec
@@ -233,13 +257,13 @@ def _load_with(path: Path, build: Callable[[dict], Question | None]) -> Iterator
                 raise _BadRecord(f"record is a {type(rec).__name__}, not an object")
             question = build(rec)
         except _BadRecord as exc:
-            yield line, exc
+            yield where, line, exc
             continue
         if question is not None:
-            yield line, question
+            yield where, line, question
 
 
-def _load_open(path: Path, name: str) -> Iterator[tuple[int, Question | _BadRecord]]:
+def _load_open(records: Records, name: str) -> Iterator[tuple[str, int, Question | _BadRecord]]:
     def build(rec: dict) -> Question:
         qid = _field(rec, "id")
         domain = rec.get("domain")
@@ -247,10 +271,10 @@ def _load_open(path: Path, name: str) -> Iterator[tuple[int, Question | _BadReco
             raise _BadRecord("field 'domain' is not a string")
         return Question(qid, name, "open", _field(rec, "text"), domain or None)
 
-    return _load_with(path, build)
+    return _load_with(records, build)
 
 
-def _load_gsm8k(path: Path, name: str) -> Iterator[tuple[int, Question | _BadRecord]]:
+def _load_gsm8k(records: Records, name: str) -> Iterator[tuple[str, int, Question | _BadRecord]]:
     seen: dict[str, int] = {}
 
     def build(rec: dict) -> Question:
@@ -261,10 +285,10 @@ def _load_gsm8k(path: Path, name: str) -> Iterator[tuple[int, Question | _BadRec
         qid = base if seen[base] == 1 else f"{base}-{seen[base]}"
         return Question(qid, name, "gsm8k", text.strip(), gold=gold)
 
-    return _load_with(path, build)
+    return _load_with(records, build)
 
 
-def _load_svamp(path: Path, name: str) -> Iterator[tuple[int, Question | _BadRecord]]:
+def _load_svamp(records: Records, name: str) -> Iterator[tuple[str, int, Question | _BadRecord]]:
     def build(rec: dict) -> Question:
         sid = rec.get("ID")
         if not isinstance(sid, (str, int)) or isinstance(sid, bool) or str(sid).strip() == "":
@@ -278,10 +302,10 @@ def _load_svamp(path: Path, name: str) -> Iterator[tuple[int, Question | _BadRec
             body += "."
         return Question(f"svamp-{sid}", name, "svamp", f"{body} {question}".strip(), gold=gold)
 
-    return _load_with(path, build)
+    return _load_with(records, build)
 
 
-def _load_math(path: Path, name: str, math_type: str | None) -> Iterator[tuple[int, Question | _BadRecord]]:
+def _load_math(records: Records, name: str, math_type: str | None) -> Iterator[tuple[str, int, Question | _BadRecord]]:
     def build(rec: dict) -> Question | None:
         if math_type is not None and rec.get("type", rec.get("subject")) != math_type:
             return None
@@ -296,7 +320,7 @@ def _load_math(path: Path, name: str, math_type: str | None) -> Iterator[tuple[i
             qid = "math-h" + hashlib.sha256(problem.encode("utf-8")).hexdigest()[:10]
         return Question(qid, name, "math", problem.strip(), gold=gold.strip())
 
-    return _load_with(path, build)
+    return _load_with(records, build)
 
 
 def _arc_label(label: Any) -> str:
@@ -304,7 +328,7 @@ def _arc_label(label: Any) -> str:
 
 
 def _arc_record(rec: Mapping[str, Any]) -> tuple[str, str, str, tuple[tuple[str, str], ...]]:
-    """(source id, stem, gold letter, choices) from a skywork or AllenAI ARC record."""
+    """(source id, stem, gold letter, choices) from a skywork, AllenAI or hub (ai2_arc) ARC record."""
     rid = _field(rec, "id")
     q = rec.get("question")
     if isinstance(q, dict):
@@ -317,6 +341,15 @@ def _arc_record(rec: Mapping[str, Any]) -> tuple[str, str, str, tuple[tuple[str,
             if not isinstance(c, dict) or "label" not in c or not isinstance(c.get("text"), str):
                 raise _BadRecord("a choice lacks 'label' or 'text'")
             choices.append((_arc_label(c["label"]), c["text"].strip()))
+        key = rec.get("answerKey")
+    elif isinstance(rec.get("choices"), dict):  # the hub's ai2_arc: choices = {text: [...], label: [...]}
+        stem = _field(rec, "question")
+        texts, labels = rec["choices"].get("text"), rec["choices"].get("label")
+        if not isinstance(texts, list) or not isinstance(labels, list) or not texts or len(texts) != len(labels):
+            raise _BadRecord("'choices' needs lists 'text' and 'label' of the same length")
+        if not all(isinstance(t, str) for t in texts):
+            raise _BadRecord("a choice text is not a string")
+        choices = [(_arc_label(lab), t.strip()) for lab, t in zip(labels, texts)]
         key = rec.get("answerKey")
     else:
         stem = _field(rec, "question")
@@ -341,12 +374,12 @@ def _arc_record(rec: Mapping[str, Any]) -> tuple[str, str, str, tuple[tuple[str,
     return rid, stem.strip(), gold, tuple(choices)
 
 
-def _load_arc(path: Path, name: str) -> Iterator[tuple[int, Question | _BadRecord]]:
+def _load_arc(records: Records, name: str) -> Iterator[tuple[str, int, Question | _BadRecord]]:
     def build(rec: dict) -> Question:
         rid, stem, gold, choices = _arc_record(rec)
         return Question(f"arc-{rid}", name, "arc", stem, gold=gold, choices=choices)
 
-    return _load_with(path, build)
+    return _load_with(records, build)
 
 
 def builtin_path() -> Path:
@@ -370,7 +403,9 @@ def read_question_set(spec: Mapping[str, Any], base: Path = Path(".")) -> Questi
     ------
     QuestionSetError
         Unknown source or key, missing ``path`` or file, bad ``limit``/``offset``, ``ids`` not in the file,
-        or two records with the same id.
+        a file none of whose records has the fields its benchmark needs, two records with the same id; for
+        a hub dataset (:mod:`thinkprobe.generate.datasets`), a config or split the snapshot lacks, or a
+        dataset not in the cache (:class:`~thinkprobe.generate.datasets.DatasetPending`).
     """
     if not isinstance(spec, Mapping):
         raise QuestionSetError(f"a question set spec must be a mapping, got {type(spec).__name__}")
@@ -384,40 +419,55 @@ def read_question_set(spec: Mapping[str, Any], base: Path = Path(".")) -> Questi
     name = str(spec.get("name") or ("open200" if source == "builtin" else source))
     offset = _check_int(spec, "offset", 0) or 0
     limit = _check_int(spec, "limit", None)
-    if source == "builtin":
-        path = Path(spec["path"]) if spec.get("path") else builtin_path()
+    if spec.get("hub_id"):
+        if spec.get("path"):
+            raise QuestionSetError(f"question set {name!r}: give either path or hub_id, not both "
+                                   f"(question_sets.{name})")
+        from .datasets import hub_records
+
+        records, where = hub_records(name, spec)
     else:
-        if not spec.get("path"):
-            raise QuestionSetError(f"question set {name!r}: source {source!r} needs a 'path'")
-        path = Path(spec["path"])
-    if not path.is_absolute() and not (source == "builtin" and not spec.get("path")):
-        path = Path(base) / path
+        if source == "builtin":
+            path = Path(spec["path"]) if spec.get("path") else builtin_path()
+        else:
+            if not spec.get("path"):
+                raise QuestionSetError(f"question set {name!r}: source {source!r} needs a 'path' (or a 'hub_id')")
+            path = Path(spec["path"])
+        if not path.is_absolute() and not (source == "builtin" and not spec.get("path")):
+            path = Path(base) / path
+        records, where = file_records(path), str(path)
 
     if source in ("builtin", "open"):
-        items = _load_open(path, name)
+        items = _load_open(records, name)
     elif source == "gsm8k":
-        items = _load_gsm8k(path, name)
+        items = _load_gsm8k(records, name)
     elif source == "svamp":
-        items = _load_svamp(path, name)
+        items = _load_svamp(records, name)
     elif source == "math":
-        items = _load_math(path, name, spec.get("math_type", "Algebra"))
+        items = _load_math(records, name, spec.get("math_type", "Algebra"))
     else:
-        items = _load_arc(path, name)
+        items = _load_arc(records, name)
 
     questions: list[Question] = []
     skipped: list[Skipped] = []
-    seen: dict[str, int] = {}
-    for line, item in items:
+    seen: dict[str, tuple[str, int]] = {}
+    for file, line, item in items:
         if isinstance(item, _BadRecord):
-            skipped.append(Skipped(str(path), line, str(item)))
+            skipped.append(Skipped(file, line, str(item)))
             continue
         if item.id in seen:
-            skipped.append(Skipped(str(path), line, f"duplicate id {item.id!r} (first at line {seen[item.id]})"))
+            first = seen[item.id]
+            at = f"line {first[1]}" if first[0] == file else f"{first[0]}:{first[1]}"
+            skipped.append(Skipped(file, line, f"duplicate id {item.id!r} (first at {at})"))
             continue
-        seen[item.id] = line
+        seen[item.id] = (file, line)
         questions.append(item)
     for s in skipped:
         log.warning("question set %s: skipped %s", name, s)
+    if not questions and skipped:
+        raise QuestionSetError(f"question set {name!r}: none of the {len(skipped)} records of {where} has what "
+                               f"source {source!r} needs (first: {skipped[0]}); is it the right source, file or "
+                               "dataset?")
 
     wanted = spec.get("ids")
     if wanted is not None:
@@ -436,7 +486,7 @@ def read_question_set(spec: Mapping[str, Any], base: Path = Path(".")) -> Questi
             else:
                 missing.append(w)
         if missing:
-            raise QuestionSetError(f"question set {name!r}: ids not found in {path}: {missing[:10]}"
+            raise QuestionSetError(f"question set {name!r}: ids not found in {where}: {missing[:10]}"
                                    + (f" and {len(missing) - 10} more" if len(missing) > 10 else ""))
         questions = [q for q in questions if q.id in keep]
     questions = questions[offset:]

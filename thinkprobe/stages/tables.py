@@ -40,7 +40,8 @@ def aggregate(metric_paths: list[str], problems: list[dict[str, str]], out_metri
                              "stage": doc.get("stage") or "", "reason": doc.get("reason") or "",
                              "source": ids.get("source", "")})
     for p in problems:
-        excluded.append({"trace_id": p["trace_id"], "model": "", "question_set": "", "question_id": "", "run": "",
+        excluded.append({"trace_id": p["trace_id"], "model": "", "question_set": p.get("question_set", ""),
+                         "question_id": "", "run": "",
                          "stage": p.get("stage", "input"), "reason": p["reason"], "source": p.get("source", "")})
     prov = provenance(AGGREGATE_MODULES, {}, metric_paths)
     write_table(out_metrics, pd.DataFrame(rows, columns=ID_COLUMNS + list(METRIC_NAMES)), prov)

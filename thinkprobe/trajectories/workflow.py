@@ -62,6 +62,7 @@ class TrajectoryPlan:
     """
 
     def __init__(self, config: Mapping[str, Any], base: str | Path = "."):
+        from ..generate.datasets import DatasetPending
         from ..generate.questions import load_question_set
 
         self.config = config
@@ -73,6 +74,8 @@ class TrajectoryPlan:
             spec = _named(config, "question_sets", qset, "question_sets")
             try:
                 qs = load_question_set(spec, base=Path(base))
+            except DatasetPending:  # not fetched yet: the workflow stops its targets until it is (data_ready)
+                continue
             except (ValueError, OSError) as exc:
                 raise PlanError(f"trajectories.question_sets: {qset!r}: {exc}") from exc
             if self.traj["questions_limit"]:
