@@ -256,6 +256,16 @@ def test_snapshot_replace_rederive_and_cli(tmp_path, monkeypatch):
         summary.load_tables(tmp_path)
 
 
+def test_a_retake_needs_the_corpus_folder_and_names_a_missing_file(tmp_path):
+    with pytest.raises(ValueError, match="needs --corpus DIR"):
+        snapshot.retake(tmp_path / "snap", corpus=None, run_study=False)
+    (tmp_path / "corpus").mkdir()
+    with pytest.raises(FileNotFoundError, match="reasoning_comparison_deepseek-r1-distill-qwen-1.5b.json"):
+        snapshot.study_override(tmp_path / "corpus", tmp_path / "inputs.yaml")
+    with pytest.raises(FileNotFoundError, match="ablation set A"):
+        snapshot.run_ablation_sets(tmp_path / "corpus", tmp_path / "sets")
+
+
 def test_snapshot_provenance_keeps_a_digest_of_many_inputs():
     many = {f"results/graphs/m/q{i}.json": f"{i:064x}" for i in range(30)}
     block = {"params": {"seed": 42}, "inputs": many, "source_provenance": {"inputs": {"a": "1"}}}

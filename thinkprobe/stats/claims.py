@@ -472,9 +472,11 @@ def replication_rows(t: dict[str, pd.DataFrame], metrics: pd.DataFrame | None, c
             mc, mg = cbc.mean(axis=0), gd.mean(axis=0)
             est, lo, hi = bootstrap(gain, len(w), res, level)
             v = interval_verdict(lo[0], hi[0], 0.0, above=True, strict=True)
+            rise, rlo, rhi = bootstrap(lambda i: np.array([cbc[i, 2].mean() - cbc[i, 1].mean()]), len(w), res, level)
             rows.append(_rep("cbc_gain_in_full", f"CBC {' / '.join(_f(x) for x in mc)}; gain difference "
                                                  f"{_f(est[0])} {pct} {_ci(lo[0], hi[0])}", v, est[0], lo[0], hi[0],
-                             detail=f"{len(w)} traces, l3 / l4 / full"))
+                             detail=f"{len(w)} traces, l3 / l4 / full; CBC full - l4 alone {_f(rise[0])} "
+                                    f"{_ci(rlo[0], rhi[0])}"))
             est, lo, hi = bootstrap(gd_max, len(w), res, level)
             v = interval_verdict(lo[0], hi[0], 0.0, above=True, strict=True)
             rows.append(_rep("gd_max_in_full", f"GD {' / '.join(_f(x) for x in mg)}; full - max(l3, l4) "

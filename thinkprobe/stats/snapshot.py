@@ -106,11 +106,16 @@ def stage_hashes() -> dict[str, str]:
 
 
 def study_config(configfiles: tuple[str, ...] = (STUDY_CONFIG,), root: str | Path = ".") -> dict[str, Any]:
-    """The validated configuration of a study: config/config.yaml updated by ``configfiles`` (as Snakemake's
-    ``--configfile`` does: mappings merged key by key, anything else replaced)."""
+    """The configuration of a study with the schema's defaults filled in: config/config.yaml updated by
+    ``configfiles`` (as Snakemake's ``--configfile`` does: mappings merged key by key, anything else replaced).
+
+    Not checked against this machine (input files, encoders): the values are what matters here (the code
+    hashes of :func:`table_code`, the parameters of :func:`rederive`), and a machine without the study's
+    inputs or second encoder must still be able to tell whether the snapshot is current.
+    """
     import yaml
 
-    from ..config import load_schema, validate_config
+    from ..config import _fill_defaults, load_schema
 
     root = Path(root)
 
@@ -123,7 +128,7 @@ def study_config(configfiles: tuple[str, ...] = (STUDY_CONFIG,), root: str | Pat
     cfg = yaml.safe_load((root / "config" / "config.yaml").read_text(encoding="utf-8"))
     for f in configfiles:
         cfg = merge(cfg, yaml.safe_load((root / f).read_text(encoding="utf-8")) or {})
-    return validate_config(cfg, load_schema(root / "config" / "schema.yaml"), ", ".join(configfiles))
+    return _fill_defaults(cfg, load_schema(root / "config" / "schema.yaml"))
 
 
 def _digest(obj: Any) -> str:
@@ -319,17 +324,22 @@ def run_ablation_sets(corpus: str | Path, out_dir: str | Path) -> dict[str, floa
 
 def retake(dest: str | Path = DEFAULT_SNAPSHOT, corpus: str | Path | None = None, cores: int = 2,
            configfiles: tuple[str, ...] = (), results: str | Path = "results", run_study: bool = True,
-           pages: tuple[str, ...] | None = None) -> dict[str, Any]:
+           pages: tuple[str, ...] | None = None, keep_inputs: bool = False) -> dict[str, Any]:
     """Re-take a snapshot: the corpus study (``snakemake stats --cores N --configfile config/corpus-study.yaml
-    [configfiles]``; with ``corpus``, its inputs are the corpus folder's files), the ablation sets
-    (``corpus`` needed), the snapshot itself (replaced) and every generated page; returns the timings."""
+    [configfiles]``), the ablation sets (``corpus`` needed), the snapshot itself (replaced) and every generated
+    page; returns the timings. With ``corpus`` and neither ``configfiles`` nor ``keep_inputs``, the study's
+    inputs are the corpus folder's files (:data:`STUDY_INPUTS`); ``keep_inputs`` keeps the study config's own
+    (a config that fetches its corpus itself)."""
     from .pages import DEFAULT_PAGES, update_pages
 
+    if corpus is None:
+        raise ValueError("--retake needs --corpus DIR: the ablation sets of the snapshot are read from the corpus "
+                         "folder (with --keep-inputs the study keeps its config's own inputs)")
     timings: dict[str, Any] = {}
     t_all = time.perf_counter()
     cfgs = list(configfiles)
     with tempfile.TemporaryDirectory(prefix="thinkprobe-retake-") as tmp:
-        if corpus is not None and not configfiles:
+        if not configfiles and not keep_inputs:
             cfgs = [str(study_override(corpus, Path(tmp) / "corpus-inputs.yaml"))]
         # the target first: --configfile takes every word after it
         command = ["snakemake", "stats", "--cores", str(cores), "--configfile", STUDY_CONFIG, *cfgs]
@@ -337,10 +347,8 @@ def retake(dest: str | Path = DEFAULT_SNAPSHOT, corpus: str | Path | None = None
             t0 = time.perf_counter()
             subprocess.run([sys.executable, "-m", *command], check=True)
             timings["study_s"] = round(time.perf_counter() - t0, 1)
-        sets_dir = None
-        if corpus is not None:
-            sets_dir = Path(tmp) / "sets"
-            timings["ablation_sets_s"] = run_ablation_sets(corpus, sets_dir)
+        sets_dir = Path(tmp) / "sets"
+        timings["ablation_sets_s"] = run_ablation_sets(corpus, sets_dir)
         t0 = time.perf_counter()
         shown = " ".join(["snakemake", "stats", "--cores", str(cores), "--configfile", STUDY_CONFIG])
         snapshot(results, dest, shown, replace=True, sets_dir=sets_dir,

@@ -27,6 +27,8 @@ def add_parser(sub) -> None:
     p.add_argument("--corpus", metavar="DIR", help="with --retake: the corpus folder (study inputs, ablation sets)")
     p.add_argument("--configfile", action="append", default=[], metavar="YAML",
                    help="with --retake: an extra config file for the study (instead of --corpus's inputs)")
+    p.add_argument("--keep-inputs", dest="keep_inputs", action="store_true",
+                   help="with --retake: keep the study config's own inputs (--corpus then only feeds the ablation sets)")
     p.add_argument("--cores", type=int, default=2, help="with --retake: Snakemake's --cores (default 2)")
     p.add_argument("--pages", action="store_true", help="regenerate the results blocks of README.md and docs/")
     p.add_argument("--stale", metavar="SNAPSHOT", help="list the tables of SNAPSHOT whose code or config changed")
@@ -37,7 +39,7 @@ def run_cli(args) -> int:
     if args.retake:
         from .snapshot import retake
 
-        timings = retake(args.retake, args.corpus, args.cores, tuple(args.configfile))
+        timings = retake(args.retake, args.corpus, args.cores, tuple(args.configfile), keep_inputs=args.keep_inputs)
         print(json.dumps(timings), file=sys.stderr)
         return 0
     if args.stale:
