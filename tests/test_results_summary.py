@@ -80,6 +80,32 @@ def test_the_snapshot_holds_the_per_trace_tables_and_its_summary():
                                                                                  ROOT)
 
 
+def test_the_snapshot_names_no_path_of_the_machine_it_was_taken_on():
+    from thinkprobe.outputs import read_table_metadata
+
+    def strings(block):
+        if isinstance(block, dict):
+            for k, v in block.items():
+                yield k
+                yield from strings(v)
+        elif isinstance(block, list):
+            for v in block:
+                yield from strings(v)
+        elif isinstance(block, str):
+            yield block
+
+    for path in SNAPSHOT.glob("*.parquet"):
+        bad = [s for s in strings(read_table_metadata(path)) if s.startswith("/") or "../" in s]
+        assert not bad, f"{path.name}: {bad[:3]}"
+    assert "../" not in (SNAPSHOT / "run.json").read_text() and '"/' not in (SNAPSHOT / "run.json").read_text()
+
+
+def test_provenance_paths_are_relocated():
+    block = {"inputs": {"/data/corpus/x.json": "ab", "/repo/results/t.parquet": "cd"}, "p": ["/data/corpus/y"]}
+    out = snapshot.relocate(block, {"/data/corpus/": "CORPUS_DIR/", "/repo/": ""})
+    assert out == {"inputs": {"CORPUS_DIR/x.json": "ab", "results/t.parquet": "cd"}, "p": ["CORPUS_DIR/y"]}
+
+
 def test_the_snapshot_is_current():
     stale = snapshot.stale_tables(SNAPSHOT, ROOT)
     assert not stale, (f"{snapshot.DEFAULT_SNAPSHOT}: tables computed by code or configuration that has changed "

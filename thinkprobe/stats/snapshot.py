@@ -181,12 +181,26 @@ def compact_provenance(block: Any, limit: int = 20) -> Any:
     return block
 
 
-def _copy_table(src: Path, dest: Path, drop: tuple[str, ...] = ()) -> None:
+def relocate(block: Any, prefixes: dict[str, str]) -> Any:
+    """``block`` with every string (mapping keys included) that starts with one of ``prefixes`` rewritten to its
+    replacement: a snapshot names the corpus folder ``CORPUS_DIR`` and the checkout's own files relatively,
+    never a path of the machine it was taken on."""
+    if isinstance(block, str):
+        for prefix, repl in prefixes.items():
+            if prefix and block.startswith(prefix):
+                return repl + block[len(prefix):]
+        return block
+    if isinstance(block, dict):
+        return {relocate(k, prefixes): relocate(v, prefixes) for k, v in block.items()}
+    if isinstance(block, list):
+        return [relocate(v, prefixes) for v in block]
+    return block
+
+
+def _copy_table(src: Path, dest: Path, prefixes: dict[str, str]) -> None:
     from ..outputs import read_table_metadata, write_table
 
-    table = pd.read_parquet(src)
-    write_table(dest, table.drop(columns=[c for c in drop if c in table.columns]),
-                compact_provenance(read_table_metadata(src)))
+    write_table(dest, pd.read_parquet(src), relocate(compact_provenance(read_table_metadata(src)), prefixes))
 
 
 def git_commit(root: str | Path = ".") -> str:
@@ -199,12 +213,15 @@ def git_commit(root: str | Path = ".") -> str:
 
 def snapshot(results_dir: str | Path, dest: str | Path, command: str, name: str | None = None,
              replace: bool = False, extra: dict[str, Any] | None = None, sets_dir: str | Path | None = None,
-             configfiles: tuple[str, ...] = (STUDY_CONFIG,), root: str | Path = ".") -> Path:
+             configfiles: tuple[str, ...] = (STUDY_CONFIG,), root: str | Path = ".",
+             corpus: str | Path | None = None) -> Path:
     """Copy a study's statistics and per-trace tables (``results_dir``: the results folder, or its ``stats``
     subfolder) to ``dest`` with ``run.json`` (name, commit, date, command, code hashes) and ``summary.md``.
 
     An existing snapshot is replaced only with ``replace`` (a re-take), atomically: the new one is assembled
-    beside it and renamed into place. ``sets_dir`` holds ``ablate-<set>.parquet`` tables to keep too.
+    beside it and renamed into place. ``sets_dir`` holds ``ablate-<set>.parquet`` tables to keep too. Paths in
+    the tables' provenance are relocated (:func:`relocate`): under ``corpus`` to ``CORPUS_DIR``, under the
+    checkout (``root``) to relative ones.
     """
     from ..outputs import atomic_write_bytes
     from .summary import markdown, read_run
@@ -216,18 +233,22 @@ def snapshot(results_dir: str | Path, dest: str | Path, command: str, name: str 
     if dest.exists() and any(dest.iterdir()) and not replace:
         raise FileExistsError(f"{dest}: a snapshot is already there (re-take it with --retake, or choose a new name)")
     load_tables(stats)  # refuses a folder without the tables
+    prefixes = {f"{Path(root).resolve()}/": ""}
+    if corpus is not None:
+        prefixes = {f"{Path(corpus).resolve()}/": "CORPUS_DIR/", f"{os.path.abspath(corpus)}/": "CORPUS_DIR/",
+                    f"{os.path.normpath(corpus)}/": "CORPUS_DIR/", **prefixes}
     dest.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{dest.name}.", dir=dest.parent))
     try:
         for n in SNAPSHOT_TABLES:
             if (stats / f"{n}.parquet").exists():
-                _copy_table(stats / f"{n}.parquet", tmp / f"{n}.parquet")
+                _copy_table(stats / f"{n}.parquet", tmp / f"{n}.parquet", prefixes)
         for n in TRACE_TABLES:
             path = _trace_source(results, n)
             if path.exists():
-                _copy_table(path, tmp / f"{n}.parquet")
+                _copy_table(path, tmp / f"{n}.parquet", prefixes)
         for path in sorted(Path(sets_dir).glob("ablate-*.parquet")) if sets_dir else []:
-            _copy_table(path, tmp / path.name)
+            _copy_table(path, tmp / path.name, prefixes)
         run = {"name": name or dest.name, "commit": git_commit(root),
                "date": datetime.now(timezone.utc).strftime("%Y-%m-%d"), "command": command,
                "configfiles": list(configfiles), "code": table_code(study_config(configfiles, root)), **(extra or {})}
@@ -351,7 +372,7 @@ def retake(dest: str | Path = DEFAULT_SNAPSHOT, corpus: str | Path | None = None
         timings["ablation_sets_s"] = run_ablation_sets(corpus, sets_dir)
         t0 = time.perf_counter()
         shown = " ".join(["snakemake", "stats", "--cores", str(cores), "--configfile", STUDY_CONFIG])
-        snapshot(results, dest, shown, replace=True, sets_dir=sets_dir,
+        snapshot(results, dest, shown, replace=True, sets_dir=sets_dir, corpus=corpus,
                  extra={"retake": f"thinkprobe summary --retake {dest} --corpus CORPUS_DIR", "timings": timings,
                         "load_average": _load()})
         n = update_pages(pages or DEFAULT_PAGES)
