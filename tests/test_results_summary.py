@@ -195,7 +195,7 @@ def test_summary_rows_name_their_tables_and_the_paper(tmp_path):
     assert "AT 0.75 (then ATU 0.58, BR 0.43)" in text  # the paper's column, from thinkprobe/stats/paper.py
     assert "permutation null, B = 200; Monte Carlo SE of p_perm at most" in text
     assert "(1.2 expected by chance)" in text  # beside every "k / 24 above" count
-    assert "Holm-adjusted within each family" in text and "p_perm, Holm (MC SE)" in text
+    assert "Holm-adjusted within each family" in text and "p_perm, Holm (MC SE of p_perm)" in text
     assert "blocked (Friedman within prompts, 30 complete prompts)" in text
     assert "3 models, exact p" in text
     assert "| layer1+2 | 2 / 3 | 0.900 | 0.400 | 0.600 |" in text  # agreement means over the ok rows only

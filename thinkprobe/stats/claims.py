@@ -398,7 +398,7 @@ def replication_rows(t: dict[str, pd.DataFrame], metrics: pd.DataFrame | None, c
             here = (f"{'yes' if decided == n else 'no'}: Friedman within prompts {fr} / {n}, Kruskal-Wallis {kw} / {n}"
                     if blocked else f"{'yes' if kw == n else 'no'}: Kruskal-Wallis {kw} / {n} (no complete blocks)")
             rows.append(_rep("models_discriminated", here, REPLICATES if decided == n else FAILS, decided,
-                             detail=f"{int(km.n_blocks.max())} complete blocks (prompts)" if blocked else ""))
+                             detail=f"{int(km.n_blocks.max())} complete prompts" if blocked else ""))
     if metrics is not None and len(metrics):
         ms = MetricStatistics(metrics, dimensions)
         res = cluster_resamples(prompt_keys(metrics), b, seed)

@@ -261,10 +261,10 @@ def effects_table(t: dict[str, pd.DataFrame]) -> list[str]:
     m, d = by.get("model"), by.get("domain")
     if m is None:
         return []
-    header = ["target", "epsilon^2 by model", "null mean / 95th pct", "p_perm, Holm (MC SE)", "Friedman p, Holm",
-              "Kendall's W"]
+    header = ["target", "epsilon^2 by model", "null mean / 95th pct", "p_perm, Holm (MC SE of p_perm)",
+              "Friedman p, Holm", "Kendall's W"]
     if d is not None:
-        header += ["epsilon^2 by domain", "null mean / 95th pct", "p_perm, Holm (MC SE)"]
+        header += ["epsilon^2 by domain", "null mean / 95th pct", "p_perm, Holm (MC SE of p_perm)"]
     rows = []
     for key, x in m.iterrows():
         row = [key[1], _f(x.epsilon2), f"{_f(x.epsilon2_null_mean)} / {_f(x.epsilon2_null_p95)}",
@@ -289,8 +289,9 @@ def claims_sections(claims: pd.DataFrame) -> list[str]:
              "the paper answers from its data, with a criterion fixed from the paper's own words (the sentences "
              "follow the table); this run answers with an estimate and a bootstrap interval over prompts, and a "
              "check whose interval straddles its criterion is inconclusive. "
-             f"**{c['replications']} replications: {c[REPLICATES]} replicate, {c[FAILS]} do not, "
-             f"{c[INCONCLUSIVE]} inconclusive**" + (f", {c[MISSING]} not computed" if c[MISSING] else "") + ".", ""]
+             f"**{c['replications']} replications: {c[REPLICATES]} "
+             f"{'replicates' if c[REPLICATES] == 1 else 'replicate'}, {c[FAILS]} {'does' if c[FAILS] == 1 else 'do'} "
+             f"not, {c[INCONCLUSIVE]} inconclusive**" + (f", {c[MISSING]} not computed" if c[MISSING] else "") + ".", ""]
     lines += _table(["question", "criterion", "paper", "this run", "verdict", "table"],
                     [[r.question, r.criterion, r.paper, r.here + (f" ({r.detail})" if r.detail else ""),
                       r.verdict if r.verdict == REPLICATES else f"**{r.verdict}**", f"`{r.table}`"]
