@@ -2,10 +2,12 @@
 
     .venv/bin/python bench/stats_bench.py [RESULTS_DIR]      # default: results (e.g. after the corpus study)
 
-The Kruskal-Wallis rows time the tests without and with the permutation nulls of epsilon^2 (B = 1,000
-shufflings per grouping, 19 metrics + 5 dimensions, 2 groupings: the study's default); their difference is
-the nulls' cost. Also times the cycle census on a pathological graph (a complete digraph on 40 nodes, about 1e46 simple
-cycles) under the default cap, the bound that keeps one graph from stalling the cycles job.
+The Kruskal-Wallis rows time the tests (with Friedman's blocked test) without and with the permutation nulls
+of epsilon^2 (B shufflings per grouping, 19 metrics + 5 dimensions, 2 groupings), at B = 1,000 and at the
+configured default (stats.permutations, chosen by stats.permutation_mcse_max); their difference is the nulls'
+cost. The checks against the paper (claims) are timed with the default bootstrap when the results hold the
+per-trace ablation table. Also times the cycle census on a pathological graph (a complete digraph on 40 nodes,
+about 1e46 simple cycles) under the default cap, the bound that keeps one graph from stalling the cycles job.
 """
 
 from __future__ import annotations
@@ -19,6 +21,10 @@ import pandas as pd
 
 from thinkprobe.vocabulary import DIMENSIONS, METRIC_NAMES
 from thinkprobe.stats import confound, correlation, cycles, discriminability, posthoc, robustness, stability
+from thinkprobe.stats.claims import claims_table
+from thinkprobe.stats.snapshot import study_config
+from thinkprobe.stats.stages import rule_params
+from thinkprobe.stats.summary import SNAPSHOT_TABLES
 from thinkprobe.stages.unitfiles import read_unit
 
 
@@ -38,13 +44,15 @@ def main(results: str = "results") -> None:
     import scikit_posthocs  # noqa: F401  imported before timing, so no row includes an import
     import scipy.stats  # noqa: F401
 
-    timed("kruskal (19 metrics + 5 dims x 2 groupings)", lambda: (
+    timed("kruskal + friedman (19 metrics + 5 dims x 2 groupings)", lambda: (
         discriminability.kruskal_table(metrics, METRIC_NAMES),
         discriminability.kruskal_table(traces, list(DIMENSIONS), kind="dimension")), rows)
-    perm = {"B": 1000, "seed": 42, "units": {"model": "within_prompts", "domain": "prompts"}}
-    timed("kruskal + permutation nulls (B = 1,000; model within prompts, domain by prompt)", lambda: (
-        discriminability.kruskal_table(metrics, METRIC_NAMES, permutation=perm),
-        discriminability.kruskal_table(traces, list(DIMENSIONS), kind="dimension", permutation=perm)), rows)
+    params = rule_params(study_config())
+    for b in (1000, params["permutation"]["B"]):
+        perm = {**params["permutation"], "B": b}
+        timed(f"kruskal + permutation nulls (B = {b:,}; model within prompts, domain by prompt)", lambda: (
+            discriminability.kruskal_table(metrics, METRIC_NAMES, permutation=perm),
+            discriminability.kruskal_table(traces, list(DIMENSIONS), kind="dimension", permutation=perm)), rows)
     timed("dunn (19 metrics + 5 dims)", lambda: (posthoc.dunn_table(metrics, METRIC_NAMES),
                                                 posthoc.dunn_table(traces, list(DIMENSIONS))), rows)
     timed("spearman + ward", lambda: correlation.spearman_table(metrics, METRIC_NAMES), rows)
@@ -52,6 +60,15 @@ def main(results: str = "results") -> None:
     timed("length confound + excluded profile", lambda: (confound.length_correlations(metrics),
                                                          confound.length_excluded_effects(metrics)), rows)
     timed("pca aggregation", lambda: robustness.aggregation_robustness(metrics), rows)
+    stats = res / "stats"
+    if (stats / "ablation_traces.parquet").exists() and (stats / "cycles.parquet").exists():
+        tables = {n: pd.read_parquet(stats / f"{n}.parquet") for n in SNAPSHOT_TABLES
+                  if n != "claims" and (stats / f"{n}.parquet").exists()}
+        boot = params["bootstrap"]
+        timed(f"claims: checks against the paper (bootstrap B = {boot['B']:,} over prompts)", lambda: claims_table(
+            tables, metrics, pd.read_parquet(stats / "cycles.parquet"), pd.read_parquet(stats / "ablation_traces.parquet"),
+            b=boot["B"], seed=boot["seed"], level=boot["level"], alpha=params["alpha"], dimensions=params["dimensions"]),
+            rows)
     paths = sorted(glob.glob(str(res / "graphs" / "**" / "*.json"), recursive=True))
     docs = [read_unit(p) for p in paths]
     graphs = [d["graph"] for d in docs if d.get("status") == "ok" and d.get("graph")]

@@ -4,14 +4,18 @@
 # editing thinkprobe/stats/cycles.py reruns the cycle census and its figure, nothing else.
 
 from thinkprobe.stats.stages import MODULES as _STATS_MODULES
+from thinkprobe.stats.stages import rule_params as _stats_rule_params
 from thinkprobe.stats.summary import SNAPSHOT_TABLES as _SUMMARY_TABLES
 
 STATS = config["stats"]
-# the 5D-CP dimension map (analysis.profile.dimensions) when the config has one; None: the default map
-DIMENSION_SPEC = (ANALYSIS.get("profile") or {}).get("dimensions")
 STATS_CODE = {name: source_hash(mods) for name, mods in _STATS_MODULES.items()}
-# each epsilon^2's permutation null (thinkprobe/stats/permutation.py): B shufflings, their seed, what moves
-STATS_PERMUTATION = {"B": STATS["permutations"], "seed": STATS["permutation_seed"], "units": STATS["permutation_units"]}
+# the rules' parameters, assembled in one place (thinkprobe.stats.stages.rule_params): the 5D-CP dimension
+# map (None: the default), each epsilon^2's permutation null (B shufflings, their seed, what moves), the
+# bootstrap over prompts behind the intervals of the checks against the paper
+_STATS_PARAMS = _stats_rule_params(config)
+DIMENSION_SPEC = _STATS_PARAMS["dimensions"]
+STATS_PERMUTATION = _STATS_PARAMS["permutation"]
+STATS_BOOTSTRAP = _STATS_PARAMS["bootstrap"]
 # segmentation agreement needs the corpus's labelled steps: inputs read through the steering adapter
 # (INPUTS: config["inputs"] with git entries resolved to their clones; a glob names each of its files)
 from thinkprobe.units import input_roots as _input_roots
@@ -31,12 +35,17 @@ STATS_TABLES = {
     "length_confound": "results/stats/length_confound.parquet",
     "length_excluded": "results/stats/length_excluded.parquet",
     "ablation": "results/stats/ablation.parquet",
+    "ablation_traces": "results/stats/ablation_traces.parquet",
     "aggregation_robustness": "results/stats/aggregation_robustness.parquet",
 }
 if STATS["sensitivity_encoder"]:
     STATS_TABLES["encoder_sensitivity"] = "results/stats/encoder_sensitivity.parquet"
 if AGREEMENT_FILES:
     STATS_TABLES["agreement"] = "results/stats/agreement.parquet"
+STATS_TABLES["claims"] = "results/stats/claims.parquet"
+# the tables the checks against the paper read (besides the per-trace tables), when the study has them
+CLAIMS_INPUTS = ["kruskal", "model_vs_domain", "length_excluded", "aggregation_robustness", "cycles_summary",
+                 "ablation", "encoder_sensitivity", "agreement"]
 
 STATS_TITLES = {
     "kruskal": "Kruskal-Wallis H, p, epsilon^2 per metric and dimension, by model and by domain (Bonferroni)",
@@ -50,9 +59,11 @@ STATS_TITLES = {
     "length_confound": "Spearman rho of each metric with trace length (AT)",
     "length_excluded": "epsilon^2 per dimension, full vs length-excluded 5D-CP",
     "ablation": "Mean metrics under the cumulative pipeline stages (l1, l3, l4, full)",
+    "ablation_traces": "Per-trace metrics under the cumulative pipeline stages (the ablation's sample)",
     "aggregation_robustness": "Model rankings: equal-weight vs PCA-weighted dimensions (Spearman rho)",
     "encoder_sensitivity": "Model rankings under a second sentence encoder (Spearman rho)",
     "agreement": "Segmentation agreement of thinkprobe's TUs with the corpus's labelled steps",
+    "claims": "Checks against the paper: replications (with intervals), identities, not comparable",
 }
 
 STATS_FIGURES = {
@@ -84,7 +95,7 @@ rule stats_kruskal:
         kruskal=STATS_TABLES["kruskal"],
         ratio=STATS_TABLES["model_vs_domain"],
     params:
-        groupings=STATS["groupings"],
+        groupings=_STATS_PARAMS["groupings"],
         permutation=STATS_PERMUTATION,
         code=STATS_CODE["kruskal"],
     log:
@@ -174,7 +185,7 @@ rule stats_confound:
         confound=STATS_TABLES["length_confound"],
         excluded=STATS_TABLES["length_excluded"],
     params:
-        groupings=STATS["groupings"],
+        groupings=_STATS_PARAMS["groupings"],
         dimensions=DIMENSION_SPEC,
         permutation=STATS_PERMUTATION,
         code=STATS_CODE["confound"],
@@ -191,7 +202,8 @@ rule stats_ablation:
     input:
         all_unit_files("traces", "json"),
     output:
-        STATS_TABLES["ablation"],
+        table=STATS_TABLES["ablation"],
+        traces=STATS_TABLES["ablation_traces"],
     params:
         analysis=ANALYSIS,
         n=STATS["ablation_traces"],
@@ -328,6 +340,28 @@ rule stats:
     input:
         STATS_TARGETS,
     localrule: True
+
+
+rule stats_claims:
+    input:
+        **{name: STATS_TABLES[name] for name in CLAIMS_INPUTS if name in STATS_TABLES},
+        metrics="results/tables/metrics.parquet",
+        cycles=STATS_TABLES["cycles"],
+        ablation_traces=STATS_TABLES["ablation_traces"],
+    output:
+        STATS_TABLES["claims"],
+    params:
+        bootstrap=STATS_BOOTSTRAP,
+        alpha=_STATS_PARAMS["alpha"],
+        dimensions=DIMENSION_SPEC,
+        code=STATS_CODE["claims"],
+    log:
+        "results/logs/stats/claims.log",
+    localrule: True
+    conda:
+        "../envs/cpu.yaml"
+    script:
+        "../workflow/scripts/stats_claims.py"
 
 
 rule stats_summary:

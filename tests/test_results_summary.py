@@ -1,8 +1,12 @@
-"""The generated results summary (thinkprobe/stats/summary.py, claims.py): the README's results are its output
-for a committed snapshot; the checks against the paper can fail; capped cycle counts are printed as bounds."""
+"""The generated results (thinkprobe/stats/summary.py, claims.py, pages.py, snapshot.py): every results block of
+the README and the docs is the output of the code for a committed snapshot, so a number changed by hand fails;
+prose outside the blocks holds no number; the snapshot is current (or the test names its stale tables and the
+command that re-takes it); its statistics re-derived twice from its per-trace tables are identical, and equal to
+its own; the checks against the paper can fail; capped cycle counts are printed as bounds."""
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -13,27 +17,118 @@ import pytest
 
 from thinkprobe.metrics import METRIC_NAMES
 from thinkprobe.profile import trace_profiles
-from thinkprobe.stats import claims, confound, cycles, discriminability, robustness, summary
+from thinkprobe.stats import ablation, claims, confound, cycles, discriminability, pages, robustness, snapshot, summary
+
+pytestmark = pytest.mark.fast
 
 pytestmark = pytest.mark.fast
 
 ROOT = Path(__file__).resolve().parents[1]
+SNAPSHOT = ROOT / snapshot.DEFAULT_SNAPSHOT
+RETAKE = f"thinkprobe summary --retake {snapshot.DEFAULT_SNAPSHOT} --corpus CORPUS_DIR"
 
 
-def test_readme_results_are_the_generated_summary_of_a_committed_snapshot():
-    text = (ROOT / "README.md").read_text(encoding="utf-8")
-    blocks = summary.readme_blocks(text)
-    assert blocks, "README.md has no <!-- results: DIR --> block"
-    for folder, block in blocks:
-        d = ROOT / folder
-        assert (d / "run.json").exists() and (d / "kruskal.parquet").exists(), f"{folder}: snapshot missing"
-        size = sum(p.stat().st_size for p in d.iterdir())
-        assert size < 500_000, f"{folder}: {size} bytes; a snapshot holds the small tables only"
-        regenerated = summary.summary_text_rel(folder, ROOT)
-        assert block == regenerated, (f"README's results block for {folder} differs from `thinkprobe summary "
-                                      f"{folder}`; run `thinkprobe summary --readme README.md`")
-        assert (d / "summary.md").read_text(encoding="utf-8") == regenerated
+# ----------------------------------------------------------------------------- the committed pages and snapshot
 
+@pytest.mark.parametrize("page", pages.DEFAULT_PAGES)
+def test_every_results_block_of_the_pages_is_generated_from_the_snapshot(page):
+    text = (ROOT / page).read_text(encoding="utf-8")
+    found = pages.blocks(text)
+    assert found, f"{page} has no <!-- results:KIND DIR --> block"
+    assert {f for _, f, *_ in found} == {snapshot.DEFAULT_SNAPSHOT}
+    for kind, folder, body, *_ in found:
+        assert body == pages.render(kind, folder, ROOT), (
+            f"{page}: the {kind} block differs from what the code computes for {folder}; run "
+            "`thinkprobe summary --pages` (and commit), or re-take the snapshot if its tables are stale")
+
+
+def test_the_readme_keeps_a_short_headline_and_the_results_page_the_rest():
+    readme = pages.blocks((ROOT / "README.md").read_text(encoding="utf-8"))
+    assert [k for k, *_ in readme] == ["headline"] and len(readme[0][2].splitlines()) <= 8
+    assert "docs/results.md" in readme[0][2]
+    kinds = {k for k, *_ in pages.blocks((ROOT / "docs/results.md").read_text(encoding="utf-8"))}
+    assert {"headline", "summary", "reading", "ablation-sets", "retake"} <= kinds
+
+
+@pytest.mark.parametrize("page", ["docs/results.md", "docs/statistics.md"])
+def test_prose_outside_the_generated_blocks_prints_no_number(page):
+    bad = pages.unexplained_numbers((ROOT / page).read_text(encoding="utf-8"))
+    assert not bad, f"{page}: a number outside a generated block (generate it, or write it without one): {bad}"
+
+
+def test_a_number_changed_by_hand_fails():
+    for page in ("README.md", "docs/results.md"):
+        text = (ROOT / page).read_text(encoding="utf-8")
+        kind, folder, body, start, end = pages.blocks(text)[0]
+        i = next(i for i, ch in enumerate(body) if ch.isdigit())
+        forged = body[:i] + str((int(body[i]) + 1) % 10) + body[i + 1:]
+        assert forged != pages.render(kind, folder, ROOT)
+        assert pages.regenerate(text.replace(body, forged, 1), ROOT) == text  # regenerating restores it
+    assert pages.unexplained_numbers("We analysed 500 traces.\n") == ["We analysed 500 traces."]
+    assert pages.unexplained_numbers("R1-distill and L6-v2 in App. H.4, Table 6, sections 5.2-5.3.\n") == []
+
+
+def test_the_snapshot_holds_the_per_trace_tables_and_its_summary():
+    for name in (*snapshot.TRACE_TABLES, "kruskal", "claims", "run"):
+        assert (SNAPSHOT / (f"{name}.json" if name == "run" else f"{name}.parquet")).exists(), name
+    metrics = pd.read_parquet(SNAPSHOT / "metrics.parquet")
+    assert len(metrics) == int(pd.read_parquet(SNAPSHOT / "kruskal.parquet").n.max())
+    assert set(METRIC_NAMES) <= set(metrics.columns)
+    assert sorted(p.name for p in SNAPSHOT.glob("ablate-*.parquet")) == [f"ablate-{s}.parquet"
+                                                                        for s, *_ in snapshot.ABLATION_SETS]
+    size = sum(p.stat().st_size for p in SNAPSHOT.iterdir())
+    assert size < 2_000_000, f"{SNAPSHOT}: {size} bytes; a snapshot holds small tables only"
+    assert (SNAPSHOT / "summary.md").read_text(encoding="utf-8") == pages.render("summary", snapshot.DEFAULT_SNAPSHOT,
+                                                                                 ROOT)
+
+
+def test_the_snapshot_names_no_path_of_the_machine_it_was_taken_on():
+    from thinkprobe.outputs import read_table_metadata
+
+    def strings(block):
+        if isinstance(block, dict):
+            for k, v in block.items():
+                yield k
+                yield from strings(v)
+        elif isinstance(block, list):
+            for v in block:
+                yield from strings(v)
+        elif isinstance(block, str):
+            yield block
+
+    for path in SNAPSHOT.glob("*.parquet"):
+        bad = [s for s in strings(read_table_metadata(path)) if s.startswith("/") or "../" in s]
+        assert not bad, f"{path.name}: {bad[:3]}"
+    assert "../" not in (SNAPSHOT / "run.json").read_text() and '"/' not in (SNAPSHOT / "run.json").read_text()
+
+
+def test_provenance_paths_are_relocated():
+    block = {"inputs": {"/data/corpus/x.json": "ab", "/repo/results/t.parquet": "cd"}, "p": ["/data/corpus/y"]}
+    out = snapshot.relocate(block, {"/data/corpus/": "CORPUS_DIR/", "/repo/": ""})
+    assert out == {"inputs": {"CORPUS_DIR/x.json": "ab", "results/t.parquet": "cd"}, "p": ["CORPUS_DIR/y"]}
+
+
+def test_the_snapshot_is_current():
+    stale = snapshot.stale_tables(SNAPSHOT, ROOT)
+    assert not stale, (f"{snapshot.DEFAULT_SNAPSHOT}: tables computed by code or configuration that has changed "
+                       f"since it was taken: {', '.join(stale)}. Re-take it: `{RETAKE}`")
+
+
+@pytest.mark.slow
+def test_statistics_rederived_twice_are_identical_and_equal_to_the_snapshot(tmp_path):
+    """Seeded permutations and bootstraps: the same per-trace tables give the same statistics, bit for bit."""
+    a = snapshot.rederive(SNAPSHOT, tmp_path / "a", ROOT)
+    b = snapshot.rederive(SNAPSHOT, tmp_path / "b", ROOT)
+    current = not snapshot.stale_tables(SNAPSHOT, ROOT)
+    for name in snapshot.REDERIVABLE:
+        ta, tb = pd.read_parquet(a[name]), pd.read_parquet(b[name])
+        pd.testing.assert_frame_equal(ta, tb, check_exact=True)
+        if current:
+            pd.testing.assert_frame_equal(ta, pd.read_parquet(SNAPSHOT / f"{name}.parquet"), check_exact=True,
+                                          obj=f"{name} re-derived vs the snapshot")
+
+
+# ------------------------------------------------------------------------------------- on a synthetic study
 
 def _study(seed: int = 0, n_prompts: int = 30, models: int = 3) -> pd.DataFrame:
     rng = np.random.default_rng(seed)
@@ -46,9 +141,9 @@ def _study(seed: int = 0, n_prompts: int = 30, models: int = 3) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def _tables(tmp_path: Path, *, capped: bool = False, efficiency_drop: bool = True) -> Path:
-    """A statistics folder written by the real functions on a synthetic study (plus hand-made ablation and
-    agreement tables, which need the encoder)."""
+def _tables(tmp_path: Path, *, capped: bool = False, cbc_full: float = 0.3) -> Path:
+    """A results folder (``stats/`` and ``tables/``) written by the real functions on a synthetic study, with a
+    hand-made ablation (it needs the encoder); ``cbc_full``: CBC in full (0.2 at l4)."""
     metrics = _study()
     traces, _ = trace_profiles(metrics)
     perm = {"B": 200, "seed": 1, "units": {"model": "within_prompts", "domain": "prompts"}}
@@ -56,33 +151,39 @@ def _tables(tmp_path: Path, *, capped: bool = False, efficiency_drop: bool = Tru
                    discriminability.kruskal_table(traces, ["Breadth", "Depth", "Structure", "Metacognition",
                                                            "Efficiency"], kind="dimension", permutation=perm)],
                   ignore_index=True)
-    d = tmp_path / "stats"
+    d = tmp_path / "results" / "stats"
     d.mkdir(parents=True)
-    k.to_parquet(d / "kruskal.parquet")
-    discriminability.model_over_domain(k).to_parquet(d / "model_vs_domain.parquet")
-    le = confound.length_excluded_effects(metrics, permutation=perm)
-    if not efficiency_drop:  # make Efficiency's model epsilon^2 rise instead
-        i = (le.dimension == "Efficiency") & (le.grouping == "model")
-        le.loc[i, "epsilon2_excluded"] = le.loc[i, "epsilon2_full"] + 0.01
-        le.loc[i, "delta"] = 0.01
-    le.to_parquet(d / "length_excluded.parquet")
-    robustness.aggregation_robustness(metrics).to_parquet(d / "aggregation_robustness.parquet")
+    (tmp_path / "results" / "tables").mkdir()
+    metrics.to_parquet(tmp_path / "results" / "tables" / "metrics.parquet")
+    t = {"kruskal": k, "model_vs_domain": discriminability.model_over_domain(k),
+         "length_excluded": confound.length_excluded_effects(metrics, permutation=perm),
+         "aggregation_robustness": robustness.aggregation_robustness(metrics)}
     ring = {"nodes": [{}] * 4, "edges": [{"source": a, "target": b, "edge_type": t} for a, b, t in
                                          [(0, 1, "SEQ"), (1, 2, "SEQ"), (2, 3, "SEQ"), (3, 0, "SYNT"), (2, 0, "BACK")]]}
     rows = []
-    for i in range(4):
-        rows += cycles.graph_cycle_rows(ring, {"trace_id": f"t{i}", "model": f"m{i % 2}"}, cap=1 if capped and i == 0 else 10)
-    cycles.cycle_summary(pd.DataFrame(rows, columns=cycles.CYCLE_COLUMNS)).to_parquet(d / "cycles_summary.parquet")
-    abl = pd.DataFrame([{"stage": s, "n_traces": 10, **{m: 0.0 for m in METRIC_NAMES}} for s in ("l1", "l3", "l4", "full")])
-    abl.loc[1:, "BF"] = 0.2
-    abl.loc[2:, "RvD"] = 3.0
-    abl.loc[2, "CBC"], abl.loc[3, "CBC"] = 0.1, 0.2
-    abl.loc[1:, "GD"] = [0.1, 0.12, 0.11]
-    abl.to_parquet(d / "ablation.parquet")
-    pd.DataFrame([{"segmentation": s, "status": st, "precision": 0.9, "recall": r, "f1": 0.6, "pk": 0.4,
-                   "windowdiff": 0.45, "kappa": 0.2, "n_ref_segments": 20, "n_hyp_segments": 10}
-                  for s in ("layer1", "layer1+2") for st, r in (("ok", 0.5), ("ok", 0.3), ("excluded", np.nan))]
-                 ).to_parquet(d / "agreement.parquet")
+    for i, r in metrics.iterrows():
+        rows += cycles.graph_cycle_rows(ring, r.to_dict(), cap=1 if capped and i == 0 else 10)
+    cyc = pd.DataFrame(rows, columns=cycles.CYCLE_COLUMNS)
+    cyc.to_parquet(d / "cycles.parquet")
+    t["cycles_summary"] = cycles.cycle_summary(cyc)
+    rng = np.random.default_rng(3)
+    per = []
+    for tid, qid in zip(metrics.trace_id[:24], metrics.question_id[:24]):
+        for st, bf, rvd, cbc, gd in (("l1", 0, 0, 0, 0), ("l3", 0.2, 0, 0, 0.10), ("l4", 0.2, 3, 0.2, 0.12),
+                                     ("full", 0.21, 3.5, cbc_full, 0.11)):
+            per.append({"stage": st, "trace_id": tid, "model": "m", "question_id": qid, "run": "1", "domain": "",
+                        "tus": 8, **{m: 0.0 for m in METRIC_NAMES}, "BF": bf, "RvD": rvd,
+                        "CBC": cbc + (rng.normal(0, 0.01) if cbc else 0), "GD": gd + (rng.normal(0, 0.005) if gd else 0)})
+    per = pd.DataFrame(per)
+    per.to_parquet(d / "ablation_traces.parquet")
+    t["ablation"] = ablation.ablation_means(per)
+    t["agreement"] = pd.DataFrame([{"segmentation": s, "status": st, "precision": 0.9, "recall": r, "f1": 0.6, "pk": 0.4,
+                                    "windowdiff": 0.45, "kappa": 0.2, "n_ref_segments": 20, "n_hyp_segments": 10}
+                                   for s in ("layer1", "layer1+2") for st, r in (("ok", 0.5), ("ok", 0.3),
+                                                                                   ("excluded", np.nan))])
+    t["claims"] = claims.claims_table(t, metrics, cyc, per, b=300, seed=2, level=0.95, alpha=0.05)
+    for name, table in t.items():
+        table.to_parquet(d / f"{name}.parquet")
     return d
 
 
@@ -94,12 +195,13 @@ def test_summary_rows_name_their_tables_and_the_paper(tmp_path):
     assert {"kruskal", "model_vs_domain", "cycles_summary", "length_excluded", "aggregation_robustness",
             "ablation", "agreement"} <= {t for s in tables for t in s.split(", ")}
     assert "AT 0.75 (then ATU 0.58, BR 0.43)" in text  # the paper's column, from thinkprobe/stats/paper.py
-    assert "permutation null, B = 200" in text
+    assert "permutation null, B = 200; Monte Carlo SE of p_perm at most" in text
+    assert "(1.2 expected by chance)" in text  # beside every "k / 24 above" count
+    assert "Holm-adjusted within each family" in text and "p_perm, Holm (MC SE of p_perm)" in text
+    assert "blocked (Friedman within prompts, 30 complete prompts)" in text
+    assert "3 models, exact p" in text
     assert "| layer1+2 | 2 / 3 | 0.900 | 0.400 | 0.600 |" in text  # agreement means over the ok rows only
     assert "VIOLATED" not in text
-    le = pd.read_parquet(d / "length_excluded.parquet")
-    assert (le.epsilon2_excluded_corrected == le.epsilon2_excluded - le.epsilon2_null_mean_excluded).all()
-    assert "(App. G's main point; chance-corrected)?" in text
 
 
 def test_capped_cycle_counts_are_lower_bounds(tmp_path):
@@ -108,56 +210,108 @@ def test_capped_cycle_counts_are_lower_bounds(tmp_path):
     assert "none capped" in exact and ">= " not in exact.split("cycles per trace")[1].split("\n")[0]
     line = bound.split("cycles per trace")[1].split("\n")[0]
     assert "1 capped: counts are lower bounds" in line and "mean >= " in line and "max >= " in line
-    cs = pd.read_parquet(tmp_path / "b" / "stats" / "cycles_summary.parquet").set_index(["model", "subgraph"])
-    assert cs.loc[("(all)", "full"), "counts_are_lower_bounds"] and not cs.loc[("m1", "full"), "counts_are_lower_bounds"]
 
 
-def test_checks_can_fail_and_identities_are_not_replications(tmp_path):
-    up = claims.checks(summary.load_tables(_tables(tmp_path / "a", efficiency_drop=True)))
-    down = claims.checks(summary.load_tables(_tables(tmp_path / "b", efficiency_drop=False)))
-    q = "Does excluding the length metrics lower Efficiency's model epsilon^2?"
-    assert next(c for c in up if c.claim == q).replicates
-    assert not next(c for c in down if c.claim == q).replicates
-    assert all(c.paper_yes for c in up)  # every check is phrased as a paper claim
-    abl = {c.claim: c for c in up if c.table == "ablation"}
-    assert abl["Does BF switch on at layer 3 (l3)?"].replicates
-    assert not abl["Does GD reach its maximum in the full pipeline?"].replicates  # GD peaks at l4 here
-    tables = summary.load_tables(tmp_path / "a" / "stats")
-    ids = claims.identities(tables)
-    assert all(i.holds for i in ids) and not any("Efficiency" in c.claim and "only" in c.claim for c in up)
-    # a length exclusion that changed Breadth would break the identity: flagged as a bug
-    le = tables["length_excluded"].copy()
-    le.loc[le.dimension == "Breadth", "delta"] = 0.05
-    broken = claims.identities({**tables, "length_excluded": le})
-    assert not next(i for i in broken if "AT, ATU and TPI" in i.statement).holds
+def test_replications_can_replicate_fail_or_be_inconclusive(tmp_path):
+    rising = pd.read_parquet(_tables(tmp_path / "a", cbc_full=0.5) / "claims.parquet").set_index("key")
+    flat = pd.read_parquet(_tables(tmp_path / "b", cbc_full=0.2) / "claims.parquet").set_index("key")
+    assert rising.loc["cbc_gain_in_full", "verdict"] == claims.REPLICATES
+    assert flat.loc["cbc_gain_in_full", "verdict"] == claims.FAILS  # no gain in full, all of it at l4
+    assert flat.loc["gd_max_in_full", "verdict"] == claims.FAILS  # GD peaks at l4 here
+    assert flat.loc["cycles_near_universal", "verdict"] == claims.REPLICATES  # every ring has a cycle
+    assert flat.loc["cycles_long", "verdict"] == claims.FAILS  # 2- and 3-node cycles
+    # a noisy estimate near its criterion: the interval straddles it
+    assert flat.loc["at_effect_large", "verdict"] == claims.INCONCLUSIVE
+    lo, hi = flat.loc["at_effect_large", ["ci_low", "ci_high"]]
+    assert lo < 0.14 < hi
+    kinds = pd.read_parquet(tmp_path / "a" / "results" / "stats" / "claims.parquet").groupby("kind").size()
+    assert kinds["replication"] == len(claims.REPLICATIONS) and kinds["identity"] == len(claims.IDENTITIES)
 
 
-def test_snapshot_and_cli(tmp_path):
+def test_identity_violations_are_bugs_and_never_counted(tmp_path):
+    d = _tables(tmp_path)
+    t = summary.load_tables(d)
+    le = t["length_excluded"].copy()
+    le.loc[le.dimension == "Breadth", "delta"] = 0.05  # a length exclusion that changed Breadth: a bug
+    rows = claims.identity_rows({**t, "length_excluded": le}, pd.read_parquet(d / "ablation_traces.parquet"))
+    assert next(r for r in rows if r["key"] == "length_exclusion_local")["verdict"] == "VIOLATED"
+    c = claims.counts(t["claims"])
+    assert c["replications"] == len(claims.REPLICATIONS) and c["identities_violated"] == 0
+
+
+def test_estimates_are_the_values_of_the_statistics_tables(tmp_path):
+    """The checks recompute their statistics from the per-trace tables: on all rows, the tables' own values."""
+    d = _tables(tmp_path)
+    t = summary.load_tables(d)
+    c = t["claims"].set_index("key")
+    k = t["kruskal"].set_index(["grouping", "kind", "target"])
+    assert c.loc["at_effect_large", "estimate"] == pytest.approx(k.loc[("model", "metric", "AT"), "epsilon2"], abs=1e-12)
+    le = t["length_excluded"].set_index(["grouping", "dimension"])
+    assert c.loc["efficiency_drops", "estimate"] == pytest.approx(le.loc[("model", "Efficiency"), "delta"], abs=1e-12)
+    r = t["aggregation_robustness"].set_index("dimension")
+    assert c.loc["structure_shifts", "estimate"] == pytest.approx(r.loc["Structure", "rho"], abs=1e-12)
+    cs = t["cycles_summary"].set_index(["model", "subgraph"])
+    assert c.loc["cycles_near_universal", "estimate"] == pytest.approx(cs.loc[("(all)", "full"), "prevalence"])
+
+
+def test_snapshot_replace_rederive_and_cli(tmp_path, monkeypatch):
     d = _tables(tmp_path)
     out = subprocess.run([sys.executable, "-m", "thinkprobe.cli", "summary", str(d)], capture_output=True, text=True)
     assert out.returncode == 0, out.stderr
     assert out.stdout == summary.summary_text(d)
     snap = tmp_path / "docs" / "run1"
-    summary.snapshot(d, snap, "snakemake --cores 2")
+    snapshot.snapshot(tmp_path / "results", snap, "snakemake --cores 2", root=ROOT)
     run = summary.read_run(snap)
     assert run["name"] == "run1" and run["command"] == "snakemake --cores 2" and len(run["date"]) == 10
+    assert set(run["code"]) == set(snapshot.TABLE_CHAINS)
+    assert {"metrics.parquet", "cycles.parquet", "ablation_traces.parquet"} <= {p.name for p in snap.iterdir()}
     assert (snap / "summary.md").read_text().startswith("Run `run1`: commit")
     with pytest.raises(FileExistsError, match="already there"):
-        summary.snapshot(d, snap, "again")
-    readme = tmp_path / "README.md"
-    readme.write_text(f"intro\n<!-- results: docs/run1 -->\nstale 0.999\n<!-- /results -->\nend\n")
-    assert summary.update_readme(readme, tmp_path) == 1
-    text = readme.read_text()
-    assert "stale" not in text and summary.readme_blocks(text)[0][1] == summary.summary_text_rel("docs/run1", tmp_path)
+        snapshot.snapshot(tmp_path / "results", snap, "again", root=ROOT)
+    snapshot.snapshot(tmp_path / "results", snap, "again", replace=True, root=ROOT)
+    assert summary.read_run(snap)["command"] == "again" and not list(snap.parent.glob(".run1*"))
+    assert snapshot.stale_tables(snap, ROOT) == []
+    tampered = dict(run, code={**run["code"], "kruskal": "0" * 64})
+    (snap / "run.json").write_text(json.dumps(tampered))
+    assert snapshot.stale_tables(snap, ROOT) == ["kruskal"]
+    page = tmp_path / "page.md"
+    page.write_text("intro\n<!-- results:headline run1 -->\nstale 0.999\n<!-- /results -->\nend\n")
+    monkeypatch.chdir(tmp_path / "docs")
+    assert pages.update_pages(("../page.md",)) == 1
+    text = page.read_text()
+    assert "stale" not in text and "replicate" in text and text.endswith("<!-- /results -->\nend\n")
     with pytest.raises(FileNotFoundError, match="no kruskal.parquet"):
         summary.load_tables(tmp_path)
+
+
+def test_a_retake_needs_the_corpus_folder_and_names_a_missing_file(tmp_path):
+    with pytest.raises(ValueError, match="needs --corpus DIR"):
+        snapshot.retake(tmp_path / "snap", corpus=None, run_study=False)
+    (tmp_path / "corpus").mkdir()
+    with pytest.raises(FileNotFoundError, match="reasoning_comparison_deepseek-r1-distill-qwen-1.5b.json"):
+        snapshot.study_override(tmp_path / "corpus", tmp_path / "inputs.yaml")
+    with pytest.raises(FileNotFoundError, match="ablation set A"):
+        snapshot.run_ablation_sets(tmp_path / "corpus", tmp_path / "sets")
 
 
 def test_snapshot_provenance_keeps_a_digest_of_many_inputs():
     many = {f"results/graphs/m/q{i}.json": f"{i:064x}" for i in range(30)}
     block = {"params": {"seed": 42}, "inputs": many, "source_provenance": {"inputs": {"a": "1"}}}
-    out = summary.compact_provenance(block)
+    out = snapshot.compact_provenance(block)
     assert out["params"] == {"seed": 42} and out["source_provenance"]["inputs"] == {"a": "1"}
     assert out["inputs"]["n_files"] == 30 and len(out["inputs"]["sha256_of_sorted_lines"]) == 64
     changed = dict(many, **{"results/graphs/m/q0.json": "f" * 64})
-    assert summary.compact_provenance({"inputs": changed})["inputs"] != out["inputs"]
+    assert snapshot.compact_provenance({"inputs": changed})["inputs"] != out["inputs"]
+
+
+def test_a_code_change_makes_the_tables_that_use_it_stale():
+    cfg = snapshot.study_config(root=ROOT)
+    base = snapshot.table_code(cfg)
+    hashes = snapshot.stage_hashes()
+    changed = snapshot.table_code(cfg, {**hashes, "stats.claims": "x"})
+    assert {t for t in base if base[t] != changed[t]} == {"claims"}
+    changed = snapshot.table_code(cfg, {**hashes, "graph": "x"})
+    assert {t for t in base if base[t] != changed[t]} == {t for t, chain in snapshot.TABLE_CHAINS.items()
+                                                          if "graph" in chain}
+    cfg2 = {**cfg, "stats": {**cfg["stats"], "bootstrap": cfg["stats"]["bootstrap"] + 1}}
+    assert snapshot.table_code(cfg2)["claims"] != base["claims"] and snapshot.table_code(cfg2)["metrics"] == base["metrics"]

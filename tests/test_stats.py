@@ -44,7 +44,8 @@ def test_epsilon_squared_on_a_hand_worked_example():
 def test_kruskal_table_matches_scipy_and_bonferroni_over_the_19_metrics():
     df = _study()
     table = discriminability.kruskal_table(df, METRIC_NAMES, ("model", "domain"))
-    assert list(table.columns) == ["target", "kind", "grouping", "H", "p", "n", "k", "epsilon2", "p_bonferroni"]
+    assert list(table.columns) == ["target", "kind", "grouping", "H", "p", "n", "k", "epsilon2", "p_bonferroni",
+                                   "friedman_chi2", "p_friedman", "kendall_w", "n_blocks", "p_friedman_holm"]
     assert len(table) == 2 * 19
     for _, row in table.iterrows():
         samples = [g[row["target"]].to_numpy() for _, g in df.groupby(row["grouping"])]
@@ -54,6 +55,12 @@ def test_kruskal_table_matches_scipy_and_bonferroni_over_the_19_metrics():
         assert row["epsilon2"] == pytest.approx(h * (n + 1) / (n ** 2 - 1))
         assert row["p_bonferroni"] == pytest.approx(min(1.0, p * 19))
         assert row["k"] == (4 if row["grouping"] == "model" else 3)
+        if row["grouping"] == "model":  # every model answers every question: Friedman on the run means
+            cells = df.groupby(["question_id", "model"])[row["target"]].mean().unstack()
+            assert row["p_friedman"] == pytest.approx(ss.friedmanchisquare(*cells.to_numpy().T).pvalue)
+            assert row["n_blocks"] == 12
+        else:  # a question has one domain: no block holds every domain
+            assert np.isnan(row["p_friedman"]) and row["n_blocks"] == 0
 
 
 def test_a_constant_metric_has_no_effect_and_missing_groups_are_skipped():

@@ -26,6 +26,8 @@ TABLE_COLUMNS = {
     "length_confound": ["metric", "rho", "p"],
     "length_excluded": ["dimension", "grouping", "epsilon2_full", "epsilon2_excluded"],
     "ablation": ["stage", "n_traces", "BF", "AT"],
+    "ablation_traces": ["stage", "trace_id", "tus", "BF", "AT"],
+    "claims": ["kind", "key", "question", "estimate", "ci_low", "ci_high", "verdict"],
     "aggregation_robustness": ["dimension", "rho"],
     "model_vs_domain": ["target", "epsilon2_model", "epsilon2_domain", "ratio"],
 }
@@ -101,16 +103,21 @@ def test_rerun_does_nothing_and_a_stats_constant_reruns_only_its_rules(ran):
     assert job_counts(snakemake(ran, "stats", "-n").stdout) == {}
     cfg = write_config(ran, lambda c: c["stats"].update(cycle_cap=50))
     counts = job_counts(snakemake(ran, "stats", "-n", "--configfile", str(cfg)).stdout)
-    assert counts == {"stats_cycles": 1, "stats_fig_cycles": 1, "stats_pages": 1, "stats_summary": 1, "stats": 1}
+    assert counts == {"stats_cycles": 1, "stats_fig_cycles": 1, "stats_claims": 1, "stats_pages": 1,
+                      "stats_summary": 1, "stats": 1}
     cfg = write_config(ran, lambda c: c["stats"].update(permutation_seed=7))
     counts = job_counts(snakemake(ran, "stats", "-n", "--configfile", str(cfg)).stdout)
     assert counts == {"stats_kruskal": 1, "stats_fig_effects": 1, "stats_confound": 1, "stats_fig_length": 1,
-                      "stats_pages": 1, "stats_summary": 1, "stats": 1}
+                      "stats_claims": 1, "stats_pages": 1, "stats_summary": 1, "stats": 1}
+    cfg = write_config(ran, lambda c: c["stats"].update(bootstrap_seed=7))  # the checks' intervals only
+    counts = job_counts(snakemake(ran, "stats", "-n", "--configfile", str(cfg)).stdout)
+    assert counts == {"stats_claims": 1, "stats_pages": 1, "stats_summary": 1, "stats": 1}
 
 
 def test_permutation_nulls_and_package_versions_in_the_tables(ran):
     kruskal = pd.read_parquet(ran / "results/stats/kruskal.parquet")
-    assert (kruskal["B"] == 1000).all() and kruskal["p_perm"].between(1 / 1001, 1).all()
+    assert (kruskal["B"] == 10_000).all() and kruskal["p_perm"].between(1 / 10_001, 1).all()
+    assert (kruskal["p_perm_mcse"] <= 0.005).all() and (kruskal["p_perm_holm"] >= kruskal["p_perm"]).all()
     units = dict(zip(kruskal.grouping, kruskal.permutation))
     assert units == {"model": "within_prompts", "domain": "prompts"}
     meta = read_table_metadata(ran / "results/stats/kruskal.parquet")
@@ -127,5 +134,8 @@ def test_headline_summary_reads_the_tables(ran):
     assert "metrics discriminating models at p < 0.001" in findings and "traces with a directed cycle" in findings
     kruskal = pd.read_parquet(ran / "results/stats/kruskal.parquet")
     n_sig = int(((kruskal.kind == "metric") & (kruskal.grouping == "model") & (kruskal.p < 0.001)).sum())
-    assert rows[0][1].startswith(f"{n_sig} / 19")
+    assert rows[0][1].startswith(f"Kruskal-Wallis {n_sig} / 19")
+    claims = pd.read_parquet(ran / "results/stats/claims.parquet")
+    assert (claims[claims.kind == "identity"].verdict == "holds").all()  # checks of the code on a real run
+    assert "Checks against the paper" in (ran / "results/stats/summary.md").read_text()
     assert (ran / "results/stats/summary.md").read_text() == summary_text(ran / "results" / "stats")

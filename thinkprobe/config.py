@@ -185,6 +185,14 @@ def run_time_problems(config: dict[str, Any], base: str | Path = ".") -> list[st
         problem = second_encoder_problem(second)
         if problem:
             problems.append(f"stats.sensitivity_encoder = {second!r}: not available: {problem}")
+    perms, bound = stats.get("permutations"), stats.get("permutation_mcse_max")
+    if isinstance(perms, int) and isinstance(bound, (int, float)) and 0 < bound < 0.5:
+        from .stats.permutation import check_permutations
+
+        try:
+            check_permutations(perms, bound)
+        except ValueError as exc:
+            problems.append(str(exc))
     for key in ("models", "runs"):
         values = units.get(key)
         dups = _duplicates(values) if isinstance(values, list) else []

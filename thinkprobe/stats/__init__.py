@@ -13,6 +13,14 @@ profiles) and return tables; the workflow's ``stats`` rules write them to ``resu
 - :mod:`.ablation`: mean metrics under the four cumulative pipeline stages (Table 6).
 - :mod:`.sensitivity`: model rankings under a second sentence encoder (section 7, "Single embedding model").
 - :mod:`.robustness`: equal-weight vs PCA-weighted aggregation (section 7, "Equal-weight aggregation").
+- :mod:`.permutation`: permutation nulls of epsilon^2 and their Monte Carlo error (ours).
+- :mod:`.blocked`: Friedman's test of the models within prompts, beside Kruskal-Wallis (ours).
+- :mod:`.multiplicity`: Holm within a family; exceedances expected under the null.
+- :mod:`.exact`: Spearman's rho with an exact permutation p for a handful of models.
+- :mod:`.bootstrap`: the cluster bootstrap over prompts behind the checks' intervals.
+- :mod:`.claims`: the checks against the paper: replications, identities, not comparable.
+- :mod:`.summary`, :mod:`.pages`, :mod:`.snapshot`: the results as Markdown, the generated blocks of the
+  documentation, and the committed snapshot they are generated from (stale tables, re-derivation, re-take).
 
 scipy and scikit-posthocs do the tests; what they do not provide (epsilon^2, the bounded cycle census,
 the PCA weighting) is written here and tested against an independent computation.

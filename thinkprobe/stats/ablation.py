@@ -4,6 +4,10 @@
 arcs, ``full`` + layer-2 TextTiling (:func:`thinkprobe.pipeline.ablation` runs them). The paper uses a
 held-out set of 50 traces; here a sample of ``n`` traces drawn with a fixed seed from the study's analysed
 traces (sorted by unit id first, so the sample depends only on the set of traces, the seed and ``n``).
+
+Besides the means (``ablation.parquet``, the paper's table), the per-trace values are kept
+(``ablation_traces.parquet``: one row per stage and trace): the checks against Table 6 compare stages on the
+same traces (paired), and their intervals resample those traces (:mod:`.claims`).
 """
 
 from __future__ import annotations
@@ -16,8 +20,10 @@ import pandas as pd
 from ..encoder import Encoder
 from ..vocabulary import METRIC_NAMES
 from ..params import Params
-from ..pipeline import ablation
+from ..pipeline import STAGES, analyze
 from ..traces import Trace
+
+TRACE_COLUMNS = ["stage", "trace_id", "model", "question_id", "run", "domain", "tus", *METRIC_NAMES]
 
 
 def sample_traces(traces: Sequence[Trace], n: int, seed: int = 42) -> list[Trace]:
@@ -29,7 +35,28 @@ def sample_traces(traces: Sequence[Trace], n: int, seed: int = 42) -> list[Trace
     return [t for i, t in enumerate(ordered) if i in picked]
 
 
+def ablation_trace_table(traces: Sequence[Trace], params: Params, encoder: Encoder) -> pd.DataFrame:
+    """One row per stage and analysed trace: ids, the number of TUs and the 19 metrics (:data:`TRACE_COLUMNS`)."""
+    rows = []
+    for stage in STAGES:
+        for r in analyze(list(traces), params, encoder, stage=stage):
+            if r.metrics:
+                t = r.trace
+                rows.append({"stage": stage, "trace_id": t.trace_id, "model": t.model, "question_id": t.question_id,
+                             "run": t.run, "domain": t.domain, "tus": r.graph.n, **r.metrics})
+    return pd.DataFrame(rows, columns=TRACE_COLUMNS)
+
+
+def ablation_means(per_trace: pd.DataFrame) -> pd.DataFrame:
+    """One row per stage (in pipeline order): ``stage, n_traces`` and the mean of each of the 19 metrics."""
+    rows = []
+    for stage in STAGES:
+        part = per_trace[per_trace["stage"] == stage]
+        rows.append({"stage": stage, "n_traces": len(part),
+                     **{m: float(part[m].astype(float).mean()) if len(part) else float("nan") for m in METRIC_NAMES}})
+    return pd.DataFrame(rows, columns=["stage", "n_traces", *METRIC_NAMES])
+
+
 def ablation_table(traces: Sequence[Trace], params: Params, encoder: Encoder) -> pd.DataFrame:
     """One row per stage: ``stage, n_traces`` and the mean of each of the 19 metrics."""
-    rows = ablation(list(traces), params, encoder)
-    return pd.DataFrame(rows, columns=["stage", "n_traces", *METRIC_NAMES])
+    return ablation_means(ablation_trace_table(traces, params, encoder))

@@ -11,6 +11,15 @@ and 0.14 (large). Bonferroni correction multiplies p by the number of targets te
 a family being one grouping and one kind of target (19 metrics, or 5 dimensions), capped at 1: the
 paper's "all 19 survive Bonferroni correction for 19 comparisons".
 
+Beside the paper's test, each row has (ours):
+
+- the blocked test of the crossed design, Friedman's test within prompts (:mod:`.blocked`; ``p_friedman``,
+  ``kendall_w``, ``n_blocks``: NaN for a grouping that no prompt spans, such as domain), Holm-adjusted within
+  the family (``p_friedman_holm``);
+- with ``permutation``, the permutation null of epsilon^2 (:mod:`.permutation`), its p's Monte Carlo standard
+  error (``p_perm_mcse``) and ``p_perm_holm``, the permutation p Holm-adjusted within the family
+  (:mod:`.multiplicity`; a family is one grouping and one kind, as for Bonferroni).
+
 Our readings where the paper is silent: traces with a missing value or an empty group label are left out
 of that target's test; a target constant over all traces (scipy refuses it) gets H = 0, p = 1,
 epsilon^2 = 0, which is what "no difference between groups" means; with fewer than two groups H, p and
@@ -25,6 +34,7 @@ import numpy as np
 import pandas as pd
 
 KRUSKAL_COLUMNS = ["target", "kind", "grouping", "H", "p", "n", "k", "epsilon2", "p_bonferroni"]
+BLOCKED_COLUMNS = ["friedman_chi2", "p_friedman", "kendall_w", "n_blocks", "p_friedman_holm"]
 
 
 def epsilon_squared(h: float, n: int) -> float:
@@ -69,17 +79,22 @@ def bonferroni(p: Iterable[float], m: int | None = None) -> np.ndarray:
 
 def kruskal_table(table: pd.DataFrame, targets: Sequence[str], groupings: Sequence[str] = ("model", "domain"),
                   kind: str = "metric", permutation: dict | None = None) -> pd.DataFrame:
-    """One row per target and grouping: ``target, kind, grouping, H, p, n, k, epsilon2, p_bonferroni``.
+    """One row per target and grouping: ``target, kind, grouping, H, p, n, k, epsilon2, p_bonferroni``, then
+    the blocked test's :data:`BLOCKED_COLUMNS`.
 
-    Groupings absent from ``table`` (or with every label empty) are skipped. Bonferroni runs over the
-    targets of one grouping. ``permutation`` (``{"B": 1000, "seed": 42, "units": {"model":
+    Groupings absent from ``table`` (or with every label empty) are skipped. Bonferroni and Holm run over the
+    targets of one grouping (the caller passes one kind of target). ``permutation`` (``{"B": 1000, "seed": 42, "units": {"model":
     "within_prompts", "domain": "prompts"}}``, config ``stats.permutations``, ``permutation_seed`` and
     ``permutation_units``) adds each epsilon^2's permutation null (:mod:`.permutation`):
-    ``permutation, B, epsilon2_null_mean, epsilon2_null_p95, p_perm, epsilon2_corrected``.
+    ``permutation, B, epsilon2_null_mean, epsilon2_null_p95, p_perm, epsilon2_corrected, p_perm_mcse,
+    p_perm_holm``.
     """
-    from .permutation import NULL_COLUMNS, null_columns
+    from .blocked import friedman
+    from .multiplicity import holm
+    from .permutation import NULL_COLUMNS, null_columns, prompt_ids
 
     b = int((permutation or {}).get("B", 0))
+    prompts = prompt_ids(table)
     rows = []
     for grouping in groupings:
         if grouping not in table.columns:
@@ -92,15 +107,23 @@ def kruskal_table(table: pd.DataFrame, targets: Sequence[str], groupings: Sequen
                 continue
             row = {"target": target, "kind": kind, "grouping": grouping,
                    **kruskal_wallis(table[target], table[grouping])}
+            if prompts is not None:
+                row.update(friedman(table[target], table[grouping], prompts))
             if b > 0:
                 scheme = (permutation.get("units") or {}).get(grouping, "traces")
                 row.update(null_columns(table, target, grouping, b, int(permutation.get("seed", 42)), scheme))
             rows.append(row)
-    out = pd.DataFrame(rows, columns=KRUSKAL_COLUMNS[:-1] + (NULL_COLUMNS if b > 0 else []))
-    out["p_bonferroni"] = np.nan
+    nulls = NULL_COLUMNS + ["p_perm_holm"] if b > 0 else []
+    out = pd.DataFrame(rows, columns=KRUSKAL_COLUMNS + BLOCKED_COLUMNS + nulls)
     for grouping, idx in out.groupby("grouping").groups.items():
         out.loc[idx, "p_bonferroni"] = bonferroni(out.loc[idx, "p"])
-    return out[KRUSKAL_COLUMNS + (NULL_COLUMNS if b > 0 else [])]
+        out.loc[idx, "p_friedman_holm"] = holm(out.loc[idx, "p_friedman"])
+        if b > 0:
+            out.loc[idx, "p_perm_holm"] = holm(out.loc[idx, "p_perm"])
+    for col in ("p_bonferroni", "friedman_chi2", "p_friedman", "kendall_w", "p_friedman_holm", *nulls[2:]):
+        out[col] = out[col].astype(float)
+    out["n_blocks"] = out["n_blocks"].fillna(0).astype(int)
+    return out
 
 
 def model_over_domain(kruskal: pd.DataFrame) -> pd.DataFrame:

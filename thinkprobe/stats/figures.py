@@ -120,44 +120,68 @@ def radar_per_model(profiles: pd.DataFrame, outputs: Sequence[str], provenance: 
 
 def effect_sizes(kruskal: pd.DataFrame, outputs: Sequence[str], small: float = 0.06, large: float = 0.14,
                  provenance: str = "") -> None:
-    """Kruskal-Wallis epsilon^2 per metric (and dimension), by model and by domain, with threshold lines."""
+    """Kruskal-Wallis epsilon^2 per metric (and dimension), one row of panels per grouping (model, domain),
+    each bar with its chance level beside it: a grey bar from 0 to the permutation null's 95th percentile with
+    a black tick at the null's mean (when ``kruskal`` carries the nulls), so a bar that does not rise above
+    its grey neighbour is within chance. The paper's small and large thresholds are drawn as lines."""
     plt = _plt()
     if kruskal.empty:
         return _empty(outputs, "Kruskal-Wallis effect sizes", "no test could be run", provenance)
-    fig, axes = plt.subplots(1, 2, figsize=(10, 4.2), gridspec_kw={"width_ratios": [19, 6]})
-    for ax, kind, names in ((axes[0], "metric", list(METRIC_NAMES)), (axes[1], "dimension", list(DIMENSIONS))):
-        part = kruskal[kruskal["kind"] == kind]
-        wide = part.pivot_table(index="target", columns="grouping", values="epsilon2")
-        order = [t for t in names if t in wide.index]
-        if "model" in wide:
-            order = sorted(order, key=lambda t: -np.nan_to_num(wide.loc[t, "model"], nan=-1))
-        x = np.arange(len(order))
-        groupings = [g for g in ("model", "domain") if g in wide.columns]
-        width = 0.8 / max(len(groupings), 1)
-        for j, g in enumerate(groupings):
-            vals = wide.reindex(order)[g].to_numpy(dtype=float)
+    groupings = [g for g in ("model", "domain") if g in set(kruskal["grouping"])]
+    has_null = "epsilon2_null_p95" in kruskal.columns
+    fig, axes = plt.subplots(len(groupings), 2, figsize=(10, 3.3 * len(groupings) + 0.6), squeeze=False,
+                             gridspec_kw={"width_ratios": [19, 6]})
+    order_of: dict[str, list[str]] = {}
+    for row, g in enumerate(groupings):
+        for ax, kind, names in ((axes[row][0], "metric", list(METRIC_NAMES)), (axes[row][1], "dimension", list(DIMENSIONS))):
+            part = kruskal[(kruskal["kind"] == kind) & (kruskal["grouping"] == g)].set_index("target")
+            if kind not in order_of:  # one order for both groupings: the first grouping's effect, descending
+                order_of[kind] = sorted([t for t in names if t in part.index],
+                                        key=lambda t: -np.nan_to_num(part.loc[t, "epsilon2"], nan=-1))
+            order = [t for t in order_of[kind] if t in part.index]
+            x = np.arange(len(order))
+            vals = part.reindex(order)["epsilon2"].to_numpy(dtype=float)
+            width = 0.42 if has_null else 0.8
+            offset = -width / 2 if has_null else 0.0
             if g == "model":
                 colours = [DIMENSION_COLOURS.get(DIMENSION_OF.get(t, t), "#777777") for t in order]
-                ax.bar(x + (j - (len(groupings) - 1) / 2) * width, vals, width, color=colours, edgecolor="black",
-                       linewidth=0.4, label="by model")
+                ax.bar(x + offset, vals, width, color=colours, edgecolor="black", linewidth=0.4)
             else:
-                ax.bar(x + (j - (len(groupings) - 1) / 2) * width, vals, width, color="white", edgecolor="black",
-                       hatch="///", linewidth=0.4, label="by domain")
-        ax.axhline(small, color="black", ls="--", lw=0.8)
-        ax.axhline(large, color="black", ls=":", lw=1.0)
-        ax.set_xticks(x)
-        ax.set_xticklabels(order, rotation=60 if kind == "metric" else 30, ha="right")
-        ax.set_ylabel("epsilon^2")
-        ax.set_title(f"per {kind}")
-    # the threshold lines are named in the legend, not by labels on the plot (which overlapped the bars)
+                ax.bar(x + offset, vals, width, color="white", edgecolor="black", hatch="///", linewidth=0.4)
+            top = np.nanmax(vals) if len(vals) and np.isfinite(vals).any() else 0.0
+            if has_null:
+                p95 = part.reindex(order)["epsilon2_null_p95"].to_numpy(dtype=float)
+                mean = part.reindex(order)["epsilon2_null_mean"].to_numpy(dtype=float)
+                ax.bar(x + width / 2, p95, width, color="#BBBBBB", edgecolor="#555555", linewidth=0.4)
+                ax.hlines(mean, x + 0.02, x + width - 0.02, colors="black", linewidth=1.2)
+                if np.isfinite(p95).any():
+                    top = max(top, float(np.nanmax(p95)))
+            for y, ls, lw in ((small, "--", 0.8), (large, ":", 1.0)):
+                ax.axhline(y, color="black", ls=ls, lw=lw)
+            ax.set_ylim(0, max(top, large) * 1.12 if max(top, large) > 0 else 1.0)
+            ax.set_xticks(x)
+            ax.set_xticklabels(order, rotation=60 if kind == "metric" else 30, ha="right")
+            ax.set_ylabel(f"epsilon^2 by {g}")
+            ax.set_title(f"per {kind}, by {g}")
+    # the threshold lines and the chance levels are named in the legend, not by labels on the plot
     handles = [plt.Rectangle((0, 0), 1, 1, color=c, ec="black", lw=0.4) for c in DIMENSION_COLOURS.values()]
-    handles.append(plt.Rectangle((0, 0), 1, 1, facecolor="white", edgecolor="black", hatch="///", lw=0.4))
+    labels = [f"{d} (by model)" for d in DIMENSION_COLOURS]
+    if "domain" in groupings:
+        handles.append(plt.Rectangle((0, 0), 1, 1, facecolor="white", edgecolor="black", hatch="///", lw=0.4))
+        labels.append("by domain")
+    if has_null:
+        handles += [plt.Rectangle((0, 0), 1, 1, facecolor="#BBBBBB", edgecolor="#555555", lw=0.4),
+                    plt.Line2D([], [], color="black", lw=1.2)]
+        labels += ["chance: null's 95th pct", "chance: null's mean"]
     handles += [plt.Line2D([], [], color="black", ls="--", lw=0.8), plt.Line2D([], [], color="black", ls=":", lw=1.0)]
-    fig.legend(handles, [f"{d} (by model)" for d in DIMENSION_COLOURS] + ["by domain", f"small ({small})",
-                                                                          f"large ({large})"], fontsize=7,
-               loc="upper center", ncol=8, bbox_to_anchor=(0.5, 0.95), frameon=False)
-    fig.suptitle(f"Kruskal-Wallis epsilon^2 (dashed: {small} small, dotted: {large} large)", fontsize=9, y=0.99)
-    fig.tight_layout(rect=(0, 0, 1, 0.9))
+    labels += [f"small ({small})", f"large ({large})"]
+    top = 1.0 - 0.5 / fig.get_figheight()  # room for the title and two legend rows, whatever the height
+    fig.legend(handles, labels, fontsize=7, loc="upper center", ncol=6, frameon=False,
+               bbox_to_anchor=(0.5, 1.0 - 0.28 / fig.get_figheight()))
+    b = int(kruskal["B"].iloc[0]) if has_null and "B" in kruskal else 0
+    fig.suptitle("Kruskal-Wallis epsilon^2" + (f" beside its chance level (permutation null, B = {b:,})"
+                                              if has_null else ""), fontsize=9, y=0.998)
+    fig.tight_layout(rect=(0, 0, 1, top))
     _save(fig, outputs, provenance)
 
 

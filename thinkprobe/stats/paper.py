@@ -34,6 +34,11 @@ ROBUSTNESS_STRUCTURE = 0.357
 # full, RvD 0 -> 3.87 at +L4, CBC 0.05 at +L4 -> 0.22 in full
 ABLATION = {"BF": {"l3": 0.22}, "MEC": {"l3": 3.18}, "GD": {"l3": 0.17, "full": 0.30},
             "RvD": {"l3": 0.0, "l4": 3.87}, "CBC": {"l4": 0.05, "full": 0.22}}
+# section 5.4, Table 6 as the results page sets it beside the ablation of corpus sets (thinkprobe ablate):
+# N = 50 traces; the boundary-class shares of the full pipeline are App. H.4's; TUs per trace App. H.2's
+ABLATION_N = 50
+ABLATION_SHARES = {"branch": 0.33, "convergence": 0.14, "soft": 0.32, "backtrack": 0.003}
+TUS_PER_TRACE = 37.2
 # App. H, Table 16: boundary F1 (+-2 sentences), pipeline vs the second expert annotator, and between humans
 AGREEMENT_F1_PIPELINE_EA2 = 0.705
 AGREEMENT_F1_HUMANS = 0.582

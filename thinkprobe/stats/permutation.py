@@ -24,6 +24,13 @@ What moves under shuffling follows the study's design (``scheme``, config ``stat
   within-prompt freedom: the null then equals the observed value, p = 1.)
 - ``traces``: every trace's label shuffled freely (the textbook test, exact when traces are independent).
 
+Monte Carlo error. ``p_perm`` estimates the exact permutation p from ``B`` shufflings; its standard error is
+``sqrt(p (1 - p) / B)`` (:func:`mc_standard_error`, a column of every table that has a ``p_perm``). It is
+largest at p = 1/2, where it is ``1 / (2 sqrt(B))``, so ``B >= 1 / (4 bound^2)`` keeps every p's error below
+``bound`` (config ``stats.permutation_mcse_max``; :func:`min_permutations`, checked before any job runs). The
+default bound 0.005 needs B = 10,000; at B = 1,000 one p of the corpus study moved from 0.011 to 0.021 between
+two seeds, which its Monte Carlo error (0.003-0.005) explains.
+
 Cost. Ranks (average ranks for ties) and the tie correction are computed once per target; they do not
 change when labels move. The B shufflings are drawn once per grouping (one sort of B x n random keys) and
 kept as a sparse (B k) x n group-indicator matrix, so the rank sums of all B shufflings of a target are one
@@ -40,7 +47,38 @@ import pandas as pd
 
 SCHEMES = ("traces", "within_prompts", "prompts")
 PROMPT_COLUMNS = ("question_set", "question_id")
-NULL_COLUMNS = ["permutation", "B", "epsilon2_null_mean", "epsilon2_null_p95", "p_perm", "epsilon2_corrected"]
+NULL_COLUMNS = ["permutation", "B", "epsilon2_null_mean", "epsilon2_null_p95", "p_perm", "epsilon2_corrected",
+                "p_perm_mcse"]
+
+
+def mc_standard_error(p, b: int):
+    """Monte Carlo standard error of a permutation p estimated from ``b`` shufflings: ``sqrt(p (1 - p) / b)``.
+
+    >>> round(float(mc_standard_error(0.05, 10_000)), 5)
+    0.00218
+    """
+    p = np.asarray(p, dtype=float)
+    return np.sqrt(p * (1.0 - p) / b) if b > 0 else np.full(p.shape, np.nan)
+
+
+def min_permutations(bound: float) -> int:
+    """The smallest B whose Monte Carlo standard error is at most ``bound`` for every p (worst case p = 1/2).
+
+    >>> min_permutations(0.005)
+    10000
+    """
+    if not 0 < bound < 0.5:
+        raise ValueError(f"the Monte Carlo error bound must lie in (0, 0.5), got {bound}")
+    return int(np.ceil(0.25 / (bound * bound) - 1e-9))
+
+
+def check_permutations(b: int, bound: float) -> None:
+    """Refuse a B (config ``stats.permutations``) whose p-values could have a Monte Carlo standard error above
+    ``bound`` (``stats.permutation_mcse_max``); B = 0 turns the nulls off and is accepted."""
+    if b and b < min_permutations(bound):
+        raise ValueError(f"stats.permutations = {b}: a permutation p from {b} shufflings can have a Monte Carlo "
+                         f"standard error of {0.5 / np.sqrt(b):.4f}, above stats.permutation_mcse_max = {bound}; "
+                         f"use at least {min_permutations(bound)} shufflings (or raise the bound, or 0 for none)")
 
 
 class Design:
@@ -146,8 +184,8 @@ def epsilon2_null(values: Sequence[float], groups: Sequence[object], b: int = 10
     """Permutation null of epsilon^2 for ``values`` grouped by ``groups``.
 
     Returns ``epsilon2`` (observed, = :func:`thinkprobe.stats.discriminability.epsilon_squared` of scipy's
-    H), ``epsilon2_null_mean``, ``epsilon2_null_p95``, ``p_perm`` and ``epsilon2_corrected`` (observed minus
-    null mean). Rows with a missing value or an empty group label are left out, as in the test itself.
+    H), ``epsilon2_null_mean``, ``epsilon2_null_p95``, ``p_perm``, ``epsilon2_corrected`` (observed minus
+    null mean) and ``p_perm_mcse`` (:func:`mc_standard_error`). Rows with a missing value or an empty group label are left out, as in the test itself.
 
     >>> r = epsilon2_null([1, 2, 3, 4, 5, 6, 7, 8], list("aaaabbbb"), b=200, seed=1)
     >>> round(r["epsilon2"], 4), r["p_perm"] < 0.05
@@ -157,7 +195,7 @@ def epsilon2_null(values: Sequence[float], groups: Sequence[object], b: int = 10
     g = pd.Series(list(groups), dtype=object)
     ok = np.isfinite(v) & g.notna().to_numpy() & (g.astype(str) != "").to_numpy()
     nan = {"epsilon2": float("nan"), "epsilon2_null_mean": float("nan"), "epsilon2_null_p95": float("nan"),
-           "p_perm": float("nan"), "epsilon2_corrected": float("nan")}
+           "p_perm": float("nan"), "epsilon2_corrected": float("nan"), "p_perm_mcse": float("nan")}
     v, g = v[ok], g[ok]
     codes, levels = pd.factorize(g.astype(str), sort=True)
     n, k = len(v), len(levels)
@@ -165,7 +203,7 @@ def epsilon2_null(values: Sequence[float], groups: Sequence[object], b: int = 10
         return nan
     if np.ptp(v) == 0:
         return {"epsilon2": 0.0, "epsilon2_null_mean": 0.0, "epsilon2_null_p95": 0.0, "p_perm": 1.0,
-                "epsilon2_corrected": 0.0}
+                "epsilon2_corrected": 0.0, "p_perm_mcse": 0.0}
     ranks, c = _ranks(v)
     p_codes = None
     if prompts is not None:
@@ -184,8 +222,9 @@ def epsilon2_null(values: Sequence[float], groups: Sequence[object], b: int = 10
     eps = h_obs / (n - 1)
     tol = 1e-9 * max(1.0, abs(h_obs))  # the same arrangement recomputed must count as "as large"
     mean = float(eps_null.mean())
+    p = float((1 + (h_null >= h_obs - tol).sum()) / (b + 1))
     return {"epsilon2": eps, "epsilon2_null_mean": mean, "epsilon2_null_p95": float(np.percentile(eps_null, 95)),
-            "p_perm": float((1 + (h_null >= h_obs - tol).sum()) / (b + 1)), "epsilon2_corrected": eps - mean}
+            "p_perm": p, "epsilon2_corrected": eps - mean, "p_perm_mcse": float(mc_standard_error(p, b))}
 
 
 def prompt_ids(table: pd.DataFrame) -> pd.Series | None:

@@ -6,7 +6,9 @@ the dimension's z-scores over all traces: ``w`` = the leading eigenvector of the
 (= correlation matrix, the columns being z-scores), its sign chosen so that ``sum(w) > 0``, scaled so that
 ``sum(|w|) = 1``; the trace score is ``z @ w``. Models are ranked by their mean score under each scheme and
 Spearman's rho compares the two rankings per dimension (the paper: rho >= 0.893 for four dimensions, 0.357
-for Structure). A metric constant over the traces has z = 0 and gets weight 0.
+for Structure). A metric constant over the traces has z = 0 and gets weight 0. With one point per model
+(5 or 7), rho's p is exact (every ordering of the models, :mod:`.exact`), not scipy's t approximation,
+which gave p ~ 1e-24 for rho = 1 with 5 models (exact: 2 / 120 = 0.017).
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ import pandas as pd
 
 from ..profile import dimension_map, zscores
 
-ROBUSTNESS_COLUMNS = ["dimension", "rho", "p", "n_models", "explained_variance", "weights"]
+ROBUSTNESS_COLUMNS = ["dimension", "rho", "p", "p_method", "n_models", "explained_variance", "weights"]
 
 
 def pca_weights(z: np.ndarray) -> tuple[np.ndarray, float]:
@@ -47,7 +49,7 @@ def aggregation_robustness(metrics: pd.DataFrame, by: str = "model", dimensions=
 
     ``dimensions``: the dimension map (``analysis.profile.dimensions``; None: the default).
     """
-    from scipy.stats import spearmanr
+    from .exact import spearman
 
     rows = []
     for dim, members in dimension_map(dimensions).items():
@@ -59,11 +61,8 @@ def aggregation_robustness(metrics: pd.DataFrame, by: str = "model", dimensions=
         w, ev = pca_weights(zm)
         frame = pd.DataFrame({by: metrics[by].to_numpy(), "equal": zm.mean(axis=1), "pca": zm @ w})
         means = frame.groupby(by)[["equal", "pca"]].mean()
-        if len(means) >= 3 and np.ptp(means["equal"]) > 0 and np.ptp(means["pca"]) > 0:
-            res = spearmanr(means["equal"], means["pca"])
-            rho, p = float(res.statistic), float(res.pvalue)
-        else:
-            rho, p = float("nan"), float("nan")
-        rows.append({"dimension": dim, "rho": rho, "p": p, "n_models": len(means), "explained_variance": ev,
+        res = spearman(means["equal"], means["pca"])
+        rows.append({"dimension": dim, "rho": res["rho"], "p": res["p"], "p_method": res["method"],
+                     "n_models": len(means), "explained_variance": ev,
                      "weights": json.dumps({c: round(float(x), 6) for c, x in zip(cols, w)})})
     return pd.DataFrame(rows, columns=ROBUSTNESS_COLUMNS)

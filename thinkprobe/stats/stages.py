@@ -21,7 +21,7 @@ ENTRIES = {"kruskal": "kruskal_stage", "dunn": "dunn_stage", "spearman": "spearm
            "stability": "stability_stage", "cycles": "cycles_stage", "confound": "confound_stage",
            "ablation": "ablation_stage", "sensitivity": "sensitivity_stage", "robustness": "robustness_stage",
            "figures": "draw", "agreement": "agreement_stage", "pages": "table_pages",
-           "summary": "summary_stage"}
+           "summary": "summary_stage", "claims": "claims_stage"}
 MODULES: dict[str, list[str]] = {kind: stage_modules("stats.stages", entry) for kind, entry in ENTRIES.items()}
 
 
@@ -41,6 +41,24 @@ def package_versions(names: Sequence[str] = STATS_PACKAGES) -> dict[str, str]:
         except PackageNotFoundError:
             out[name] = "not installed"
     return out
+
+
+def rule_params(config: dict[str, Any]) -> dict[str, Any]:
+    """The parameters the ``stats`` rules pass on, from a validated config (one home: ``rules/stats.smk`` and
+    the snapshot's re-derivation, :mod:`.snapshot`, both read them here).
+
+    ``permutation``: each epsilon^2's permutation null (``stats.permutations``, ``permutation_seed``,
+    ``permutation_units``); ``bootstrap``: the intervals of the checks against the paper (``stats.bootstrap``,
+    ``bootstrap_seed``, ``interval_level``); ``dimensions``: the 5D-CP map (``analysis.profile.dimensions``,
+    None for the default); ``groupings`` and ``alpha`` as configured.
+    """
+    stats = config["stats"]
+    return {"groupings": list(stats["groupings"]),
+            "permutation": {"B": stats["permutations"], "seed": stats["permutation_seed"],
+                            "units": stats["permutation_units"]},
+            "bootstrap": {"B": stats["bootstrap"], "seed": stats["bootstrap_seed"], "level": stats["interval_level"]},
+            "alpha": stats["alpha"],
+            "dimensions": ((config.get("analysis") or {}).get("profile") or {}).get("dimensions")}
 
 
 def _prov(kind: str, params: dict[str, Any], inputs: Sequence[str], source: str | None = None) -> dict[str, Any]:
@@ -160,19 +178,23 @@ def read_traces(trace_paths: Sequence[str]):
     return out
 
 
-def ablation_stage(trace_paths: Sequence[str], analysis: dict[str, Any], n: int, seed: int, out: str) -> pd.DataFrame:
-    """``ablation.parquet``: mean metrics of ``n`` sampled traces under the stages l1, l3, l4, full."""
+def ablation_stage(trace_paths: Sequence[str], analysis: dict[str, Any], n: int, seed: int, out: str,
+                   out_traces: str) -> pd.DataFrame:
+    """``ablation.parquet``: mean metrics of ``n`` sampled traces under the stages l1, l3, l4, full, and
+    ``ablation_traces.parquet``, the per-trace values behind them."""
     from ..encoder import load_encoder
     from ..params import Params
-    from .ablation import ablation_table, sample_traces
+    from .ablation import ablation_means, ablation_trace_table, sample_traces
 
     params = Params.from_dict(analysis)
     traces = sample_traces(read_traces(trace_paths), n, seed)
     encoder = load_encoder(params.encoder)
-    table = ablation_table(traces, params, encoder)
-    write_table(out, table, _prov("ablation", {"analysis": analysis, "n": n, "seed": seed,
-                                               "traces": [t.trace_id for t in traces],
-                                               "encoder": encoder.encoder_id}, trace_paths))
+    per_trace = ablation_trace_table(traces, params, encoder)
+    table = ablation_means(per_trace)
+    prov = _prov("ablation", {"analysis": analysis, "n": n, "seed": seed, "traces": [t.trace_id for t in traces],
+                              "encoder": encoder.encoder_id}, trace_paths)
+    write_table(out_traces, per_trace, prov)
+    write_table(out, table, prov)
     return table
 
 
@@ -224,6 +246,25 @@ def agreement_stage(corpus_files: Sequence[str], analysis: dict[str, Any], toler
 
     table = agreement_table(list(corpus_files), Params.from_dict(analysis), tolerance=tolerance)
     write_table(out, table, _prov("agreement", {"analysis": analysis, "tolerance": tolerance}, corpus_files))
+    return table
+
+
+def claims_stage(tables: dict[str, str], metrics_path: str, cycles_path: str | None, ablation_traces_path: str | None,
+                 out: str, bootstrap: dict[str, Any], alpha: float, dimensions=None) -> pd.DataFrame:
+    """``claims.parquet``: the checks against the paper (:mod:`.claims`): replications with bootstrap intervals
+    over prompts (``bootstrap``: ``{"B", "seed", "level"}``, config ``stats.bootstrap``, ``bootstrap_seed``,
+    ``interval_level``), identities verified on the tables, and findings that are not comparable."""
+    from .claims import claims_table
+
+    boot = dict(bootstrap)
+    read = {name: pd.read_parquet(path) for name, path in tables.items()}
+    opt = lambda p: pd.read_parquet(p) if p else None  # noqa: E731
+    table = claims_table(read, pd.read_parquet(metrics_path), opt(cycles_path), opt(ablation_traces_path),
+                         dimensions=dimensions, b=int(boot["B"]), seed=int(boot["seed"]), level=float(boot["level"]),
+                         alpha=alpha)
+    inputs = [*tables.values(), metrics_path, *(p for p in (cycles_path, ablation_traces_path) if p)]
+    write_table(out, table, _prov("claims", {"dimensions": dimensions, "bootstrap": boot, "alpha": alpha,
+                                             "unit": "prompt (cluster bootstrap)"}, inputs, metrics_path))
     return table
 
 

@@ -1,27 +1,24 @@
 """The study's results as Markdown, generated from the ``results/stats`` tables, beside the paper's.
 
-    thinkprobe summary results/stats                    # prints it (the stats_summary rule writes summary.md)
-    thinkprobe summary results/stats --snapshot docs/results/<run> --run-command "snakemake ..."
-    thinkprobe summary docs/results/<run> --readme README.md      # the README's results block, regenerated
+    thinkprobe summary results/stats                  # prints it (the stats_summary rule writes summary.md)
+    thinkprobe summary docs/results/corpus-study      # the same for the committed snapshot
+    thinkprobe summary --pages                        # regenerate every results block of the docs and README
 
-Nothing is re-estimated here: every cell is read from one of the tables the ``stats`` rules write, and
-every row names that table. The paper's column comes from :mod:`.paper`; the checks against the paper and
-the identities from :mod:`.claims`. A *snapshot* is a copy of the small tables the summary reads
-(:data:`SNAPSHOT_TABLES`, a few hundred KB) with ``run.json`` (commit, date, command); the README's results
-block is the summary of a named snapshot, and ``tests/test_results_summary.py`` regenerates it and fails
-when the README differs.
+Nothing is estimated here: every cell is read from one of the tables the ``stats`` rules write (the checks
+against the paper from ``claims.parquet``, :mod:`.claims`), and every row names that table. The paper's
+column comes from :mod:`.paper`. The snapshot that the documentation quotes is :mod:`.snapshot`'s; the
+generated blocks of the Markdown pages are :mod:`.pages`'.
 
 Cycle counts from a census stopped at ``stats.cycle_cap`` are lower bounds; they are printed with ``>=``
-whenever a trace of that subgraph hit the cap.
+whenever a trace of that subgraph hit the cap. p-values of permutation tests are Holm-adjusted within each
+family (one grouping and one kind of target: the 19 metrics or the 5 dimensions), and every count of
+targets above their null is printed beside the count expected by chance.
 """
 
 from __future__ import annotations
 
 import json
-import re
-import subprocess
 import sys
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
@@ -30,19 +27,27 @@ import pandas as pd
 
 from ..vocabulary import DIMENSIONS
 from . import paper
-from .claims import checks, identities
+from .claims import FAILS, INCONCLUSIVE, MISSING, REPLICATES, counts, plain
+from .multiplicity import expected_exceedances
 
+# the statistics tables the summary reads (a snapshot holds them, with the per-trace tables of .snapshot)
 SNAPSHOT_TABLES = ("kruskal", "model_vs_domain", "cycles_summary", "length_excluded", "aggregation_robustness",
-                   "encoder_sensitivity", "ablation", "agreement")
+                   "encoder_sensitivity", "ablation", "agreement", "claims")
 RUN_FILE = "run.json"
-BEGIN = re.compile(r"<!-- results: (?P<dir>\S+) -->\n")
-END = "<!-- /results -->"
 
 Row = tuple[str, str, str, str]  # finding, this run, paper, table
 
 
 def _f(x: Any, nd: int = 3) -> str:
     return "n/a" if x is None or not np.isfinite(float(x)) else f"{float(x):.{nd}f}"
+
+
+def _p(x: Any) -> str:
+    """A p-value: 3 significant digits, ``< 1e-16`` below double precision."""
+    if x is None or not np.isfinite(float(x)):
+        return "n/a"
+    x = float(x)
+    return "< 1e-16" if x < 1e-16 else f"{x:.3g}"
 
 
 def load_tables(stats_dir: str | Path) -> dict[str, pd.DataFrame]:
@@ -63,12 +68,15 @@ def _kruskal_rows(t: dict[str, pd.DataFrame]) -> list[Row]:
     if km.empty:
         return rows
     n_sig, n_bonf = int((km.p < 0.001).sum()), int((km.p_bonferroni < 0.001).sum())
-    perm = ""
-    if "p_perm" in km:
-        perm = f", {int((km.p_perm < 0.001).sum())} by permutation p"
+    blocked = ""
+    if "p_friedman" in km and km.p_friedman.notna().any():
+        n_fr = int((km.p_friedman < 0.001).sum())
+        n_fr_b = int((np.minimum(1.0, km.p_friedman * len(km)) < 0.001).sum())
+        blocked = (f"; blocked (Friedman within prompts, {int(km.n_blocks.max())} complete prompts): {n_fr} / "
+                   f"{len(km)} ({n_fr_b} after Bonferroni)")
     rows.append(("metrics discriminating models at p < 0.001",
-                 f"{n_sig} / {len(km)} ({n_bonf} after Bonferroni{perm}); epsilon^2 {_f(km.epsilon2.min())}.."
-                 f"{_f(km.epsilon2.max())}", paper.COLUMN["metrics_p001"], "kruskal"))
+                 f"Kruskal-Wallis {n_sig} / {len(km)} ({n_bonf} after Bonferroni){blocked}; epsilon^2 "
+                 f"{_f(km.epsilon2.min())}..{_f(km.epsilon2.max())}", paper.COLUMN["metrics_p001"], "kruskal"))
     top = km.sort_values("epsilon2", ascending=False).head(3)
     corr = "epsilon2_corrected" in top
     rows.append(("largest model effects (epsilon^2" + ("; chance-corrected)" if corr else ")"),
@@ -78,11 +86,14 @@ def _kruskal_rows(t: dict[str, pd.DataFrame]) -> list[Row]:
         parts = []
         for g, grp in k.groupby("grouping", sort=False):
             kk = int(grp.k.max())
+            above = int((grp.epsilon2 > grp.epsilon2_null_p95).sum())
             parts.append(f"{g} ({kk} groups, {grp.permutation.iloc[0]}): null mean {_f(grp.epsilon2_null_mean.min())}.."
                          f"{_f(grp.epsilon2_null_mean.max())}, 95th pct up to {_f(grp.epsilon2_null_p95.max())}; "
-                         f"{int((grp.epsilon2 > grp.epsilon2_null_p95).sum())} / {len(grp)} targets above it")
+                         f"{above} / {len(grp)} targets above it ({expected_exceedances(len(grp)):.1f} expected by "
+                         "chance)")
         b = int(k.B.iloc[0])
-        rows.append((f"epsilon^2 expected by chance (permutation null, B = {b:,})", "; ".join(parts),
+        mcse = f"; Monte Carlo SE of p_perm at most {_f(k.p_perm_mcse.max(), 4)}" if "p_perm_mcse" in k else ""
+        rows.append((f"epsilon^2 expected by chance (permutation null, B = {b:,}{mcse})", "; ".join(parts),
                      paper.COLUMN["chance"], "kruskal"))
     return rows
 
@@ -111,7 +122,8 @@ def _dominance_rows(t: dict[str, pd.DataFrame]) -> list[Row]:
     kd = k[(k.kind == "metric") & (k.grouping == "domain")].sort_values("epsilon2", ascending=False).head(3)
     km = k[(k.kind == "metric") & (k.grouping == "model")].sort_values("epsilon2", ascending=False).head(1)
     ratios = rd["ratio"].replace(np.inf, np.nan)
-    dom = ", ".join(f"{x.target} {_f(x.epsilon2, 2)}" + (f" (p_perm {x.p_perm:.3g})" if "p_perm" in kd else "")
+    dom = ", ".join(f"{x.target} {_f(x.epsilon2, 2)}" + (f" (Holm p_perm {_p(x.p_perm_holm)})"
+                                                           if "p_perm_holm" in kd else "")
                     for x in kd.itertuples())
     n_unc = int(rm.model_dominates_uncorrected.sum()) if "model_dominates_uncorrected" in rm else int(
         rm.model_dominates.sum())
@@ -168,19 +180,23 @@ def _length_rows(t: dict[str, pd.DataFrame]) -> list[Row]:
 
 def _rank_rows(t: dict[str, pd.DataFrame]) -> list[Row]:
     rows = []
+
+    def cells(names, rhos, ps) -> str:
+        return ", ".join(f"{a} {_f(b, 2)} (p {_p(c)})" for a, b, c in zip(names, rhos, ps))
+
     if "aggregation_robustness" in t:
         r = t["aggregation_robustness"]
         n = int(r.n_models.max()) if len(r) else 0
-        rows.append((f"equal vs PCA-weighted model ranking (rho, {n} models)",
-                     ", ".join(f"{a} {_f(b, 2)}" for a, b in zip(r.dimension, r.rho)), paper.COLUMN["robustness"],
-                     "aggregation_robustness"))
+        how = f", {r.p_method.iloc[0]} p" if "p_method" in r and len(r) else ""
+        rows.append((f"equal vs PCA-weighted model ranking (rho, {n} models{how})", cells(r.dimension, r.rho, r.p),
+                     paper.COLUMN["robustness"], "aggregation_robustness"))
     if "encoder_sensitivity" in t:
         s = t["encoder_sensitivity"]
         s = s[s.kind == "dimension"]
         n = int(s.n_models.max()) if len(s) else 0
-        rows.append((f"model ranking under a second encoder (rho, {n} models)",
-                     ", ".join(f"{a} {_f(b, 2)}" for a, b in zip(s.target, s.rho)), paper.COLUMN["sensitivity"],
-                     "encoder_sensitivity"))
+        how = f", {s.p_method.iloc[0]} p" if "p_method" in s and len(s) else ""
+        rows.append((f"model ranking under a second encoder (rho, {n} models{how})", cells(s.target, s.rho, s.p),
+                     paper.COLUMN["sensitivity"], "encoder_sensitivity"))
     return rows
 
 
@@ -232,18 +248,91 @@ def headline(tables: dict[str, pd.DataFrame]) -> list[Row]:
 
 def _table(header: list[str], rows: list[list[str]]) -> list[str]:
     out = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
-    return out + ["| " + " | ".join(c.replace("|", "/") for c in r) + " |" for r in rows]
+    return out + ["| " + " | ".join(str(c).replace("|", "/") for c in r) + " |" for r in rows]
+
+
+def effects_table(t: dict[str, pd.DataFrame]) -> list[str]:
+    """Per target: epsilon^2 by model and by domain beside their chance levels, with the permutation p
+    (Holm-adjusted within the family), its Monte Carlo error, and the blocked test of the models."""
+    k = t["kruskal"]
+    if "p_perm_holm" not in k:
+        return []
+    by = {g: grp.set_index(["kind", "target"]) for g, grp in k.groupby("grouping", sort=False)}
+    m, d = by.get("model"), by.get("domain")
+    if m is None:
+        return []
+    header = ["target", "epsilon^2 by model", "null mean / 95th pct", "p_perm, Holm (MC SE of p_perm)",
+              "Friedman p, Holm", "Kendall's W"]
+    if d is not None:
+        header += ["epsilon^2 by domain", "null mean / 95th pct", "p_perm, Holm (MC SE of p_perm)"]
+    rows = []
+    for key, x in m.iterrows():
+        row = [key[1], _f(x.epsilon2), f"{_f(x.epsilon2_null_mean)} / {_f(x.epsilon2_null_p95)}",
+               f"{_p(x.p_perm_holm)} ({_f(x.p_perm_mcse, 4)})", _p(x.p_friedman_holm), _f(x.kendall_w)]
+        if d is not None:
+            y = d.loc[key] if key in d.index else None
+            row += ([_f(y.epsilon2), f"{_f(y.epsilon2_null_mean)} / {_f(y.epsilon2_null_p95)}",
+                     f"{_p(y.p_perm_holm)} ({_f(y.p_perm_mcse, 4)})"] if y is not None else ["n/a"] * 3)
+        rows.append(row)
+    b = int(k.B.iloc[0])
+    return ([f"Effect sizes against chance (`kruskal`; B = {b:,} shufflings; p-values Holm-adjusted within each family: "
+             "one grouping x the 19 metrics, or x the 5 dimensions; the Friedman test blocks by prompt and needs every "
+             "model to answer a prompt, so it exists for the model grouping only):", ""]
+            + _table(header, rows))
+
+
+def claims_sections(claims: pd.DataFrame) -> list[str]:
+    """The checks against the paper: replications (counted), identities and not comparable (not counted)."""
+    c = counts(claims)
+    rep = claims[claims.kind == "replication"]
+    lines = ["Checks against the paper (`claims`, thinkprobe/stats/claims.py). A replication answers a question "
+             "the paper answers from its data, with a criterion fixed from the paper's own words (the sentences "
+             "follow the table); this run answers with an estimate and a bootstrap interval over prompts, and a "
+             "check whose interval straddles its criterion is inconclusive. "
+             f"**{c['replications']} replications: {c[REPLICATES]} "
+             f"{'replicates' if c[REPLICATES] == 1 else 'replicate'}, {c[FAILS]} {'does' if c[FAILS] == 1 else 'do'} "
+             f"not, {c[INCONCLUSIVE]} inconclusive**" + (f", {c[MISSING]} not computed" if c[MISSING] else "") + ".", ""]
+    lines += _table(["question", "criterion", "paper", "this run", "verdict", "table"],
+                    [[r.question, r.criterion, r.paper, r.here + (f" ({r.detail})" if r.detail else ""),
+                      r.verdict if r.verdict == REPLICATES else f"**{r.verdict}**", f"`{r.table}`"]
+                     for r in rep.itertuples()])
+    lines += ["", "The paper's sentences behind each criterion:", ""]
+    lines += [f"- {r.question} ({r.where}): " + "; ".join(f'"{plain(q)}"' for q in r.quote.split(" | "))
+              for r in rep.itertuples()]
+    ids = claims[claims.kind == "identity"]
+    if len(ids):
+        lines += ["", f"Identities of our reading ({len(ids)}; checks of the code, not counted): each holds by "
+                      "construction, is proved on random graphs or tables by the test named, and is verified here.",
+                  ""]
+        lines += _table(["statement", "the paper", "this run", "holds", "proved by"],
+                        [[r.question, f'{r.where}: "{plain(r.quote.split(" | ")[0])}"', r.here,
+                          r.verdict if r.verdict == "holds" else "**VIOLATED: a bug**", f"`{r.test}`"]
+                         for r in ids.itertuples()])
+    nc = claims[claims.kind == "not_comparable"]
+    if len(nc):
+        lines += ["", f"Not comparable ({len(nc)}; the paper did not test these; not counted):", ""]
+        lines += _table(["finding", "this run", "why not comparable", "table"],
+                        [[r.question, r.here + (f" ({r.detail})" if r.detail else ""), r.paper, f"`{r.table}`"]
+                         for r in nc.itertuples()])
+    return lines
+
+
+def run_line(run: dict[str, Any] | None, source: str) -> list[str]:
+    if not run:
+        return []
+    return [f"Run `{run.get('name', '')}`: commit {run.get('commit', '?')}, {run.get('date', '?')}, "
+            f"`{run.get('command', '?')}`; tables in `{source}`. Regenerate this text with "
+            f"`thinkprobe summary {source}`.", ""]
 
 
 def markdown(tables: dict[str, pd.DataFrame], run: dict[str, Any] | None = None, source: str = "") -> str:
-    """The whole summary: run line, results table, agreement table, checks, identities and notes."""
-    lines = []
-    if run:
-        lines += [f"Run `{run.get('name', '')}`: commit {run.get('commit', '?')}, {run.get('date', '?')}, "
-                  f"`{run.get('command', '?')}`; tables in `{source}`. Regenerate this text with "
-                  f"`thinkprobe summary {source}`.", ""]
+    """The whole summary: run line, findings table, effects against chance, agreement, checks against the paper."""
+    lines = run_line(run, source)
     lines += _table(["finding", "this run", f"paper ({paper.CORPUS})", "table"],
                     [[a, b, c, f"`{d}`"] for a, b, c, d in headline(tables)])
+    eff = effects_table(tables)
+    if eff:
+        lines += [""] + eff
     if "agreement" in tables and len(agreement_means(tables)):
         m = agreement_means(tables)
         lines += ["", "Segmentation agreement with the corpus's LLM step labels (means over the analysed traces; "
@@ -253,17 +342,8 @@ def markdown(tables: dict[str, pd.DataFrame], run: dict[str, Any] | None = None,
                         [[s, f"{int(x.n_ok)} / {int(x.n_total)}", _f(x.precision), _f(x.recall), _f(x.f1), _f(x.pk),
                           _f(x.windowdiff), _f(x.kappa), f"{x.n_ref_segments:.1f} / {x.n_hyp_segments:.1f}"]
                          for s, x in m.iterrows()])
-    cs = checks(tables)
-    if cs:
-        n = sum(c.replicates for c in cs)
-        lines += ["", f"Checks against the paper (`thinkprobe/stats/claims.py`): a claim replicates when this run "
-                      f"answers its question as the paper does. {n} of {len(cs)} replicate.", ""]
-        lines += _table(["claim", "paper", "this run", "replicates", "table"],
-                        [[c.claim, c.paper, c.here, "yes" if c.replicates else "**no**", f"`{c.table}`"] for c in cs])
-    ids = identities(tables)
-    if ids:
-        lines += ["", "True by construction (verified on this run; not replications):", ""]
-        lines += [f"- {i.statement} Here: {i.detail}" + ("." if i.holds else " **VIOLATED: a bug.**") for i in ids]
+    if "claims" in tables and len(tables["claims"]):
+        lines += [""] + claims_sections(tables["claims"])
     return "\n".join(lines) + "\n"
 
 
@@ -275,88 +355,6 @@ def read_run(stats_dir: str | Path) -> dict[str, Any] | None:
 def summary_text(stats_dir: str | Path) -> str:
     """:func:`markdown` of the tables (and ``run.json``, when present) in ``stats_dir``."""
     return markdown(load_tables(stats_dir), read_run(stats_dir), str(stats_dir))
-
-
-def compact_provenance(block: Any, limit: int = 20) -> Any:
-    """``block`` with every ``inputs`` map of more than ``limit`` files replaced by its file count and one
-    sha256 over its sorted ``path sha256`` lines: the provenance of a study table names hundreds of unit
-    files, which would make a snapshot megabytes; the digest still identifies exactly the same inputs."""
-    import hashlib
-
-    if isinstance(block, dict):
-        out = {}
-        for key, value in block.items():
-            if key == "inputs" and isinstance(value, dict) and len(value) > limit:
-                lines = "\n".join(f"{p} {h}" for p, h in sorted(value.items()))
-                out[key] = {"n_files": len(value), "sha256_of_sorted_lines": hashlib.sha256(lines.encode()).hexdigest()}
-            else:
-                out[key] = compact_provenance(value, limit)
-        return out
-    if isinstance(block, list):
-        return [compact_provenance(v, limit) for v in block]
-    return block
-
-
-def snapshot(stats_dir: str | Path, dest: str | Path, command: str, name: str | None = None) -> Path:
-    """Copy the :data:`SNAPSHOT_TABLES` of ``stats_dir`` to ``dest`` (provenance compacted:
-    :func:`compact_provenance`) with ``run.json`` (name, commit, date, command) and ``summary.md``. An
-    existing snapshot is never overwritten."""
-    from ..outputs import atomic_write_bytes
-
-    src, dest = Path(stats_dir), Path(dest)
-    if dest.exists() and any(dest.iterdir()):
-        raise FileExistsError(f"{dest}: a snapshot is already there (choose a new run name)")
-    load_tables(src)  # refuses a folder without the tables
-    from ..outputs import read_table_metadata, write_table
-
-    dest.mkdir(parents=True, exist_ok=True)
-    for n in SNAPSHOT_TABLES:
-        if (src / f"{n}.parquet").exists():
-            write_table(dest / f"{n}.parquet", pd.read_parquet(src / f"{n}.parquet"),
-                        compact_provenance(read_table_metadata(src / f"{n}.parquet")))
-    try:
-        commit = subprocess.run(["git", "rev-parse", "--short=12", "HEAD"], capture_output=True, text=True,
-                                check=True).stdout.strip()
-    except (OSError, subprocess.CalledProcessError):
-        commit = "unknown"
-    run = {"name": name or dest.name, "commit": commit,
-           "date": datetime.now(timezone.utc).strftime("%Y-%m-%d"), "command": command}
-    atomic_write_bytes(dest / RUN_FILE, (json.dumps(run, indent=2) + "\n").encode())
-    atomic_write_bytes(dest / "summary.md", summary_text(dest).encode())
-    return dest
-
-
-def readme_blocks(text: str) -> list[tuple[str, str]]:
-    """``(snapshot folder, block text)`` of every ``<!-- results: DIR -->`` ... ``<!-- /results -->`` block."""
-    out = []
-    for m in BEGIN.finditer(text):
-        end = text.find(END, m.end())
-        if end < 0:
-            raise ValueError(f"results block for {m.group('dir')} has no closing {END}")
-        out.append((m.group("dir"), text[m.end():end]))
-    return out
-
-
-def update_readme(readme: str | Path, root: str | Path = ".") -> int:
-    """Rewrite every results block of ``readme`` (and the snapshot's own ``summary.md``) with the summary of
-    its snapshot, as the current code renders it; returns the number of blocks."""
-    from ..outputs import atomic_write_bytes
-
-    path = Path(readme)
-    text = path.read_text(encoding="utf-8")
-    blocks = readme_blocks(text)
-    for folder, old in blocks:
-        new = summary_text_rel(folder, root)
-        atomic_write_bytes(Path(root) / folder / "summary.md", new.encode("utf-8"))
-        text = text.replace(f"<!-- results: {folder} -->\n{old}{END}", f"<!-- results: {folder} -->\n{new}{END}")
-    path.write_text(text, encoding="utf-8")
-    return len(blocks)
-
-
-def summary_text_rel(folder: str, root: str | Path = ".") -> str:
-    """:func:`summary_text` of ``root/folder``, naming the folder as written (relative to the repository)."""
-    d = Path(root) / folder
-    return markdown(load_tables(d), read_run(d), folder)
 
 
 if __name__ == "__main__":

@@ -6,5 +6,5 @@ with job_log(snakemake.log[0]) as log:
     from thinkprobe.stats.stages import ablation_stage
 
     table = ablation_stage(list(snakemake.input), snakemake.params.analysis, snakemake.params.n,
-                           snakemake.params.seed, snakemake.output[0])
+                           snakemake.params.seed, snakemake.output.table, snakemake.output.traces)
     print(f"stats_ablation: {table[['stage', 'n_traces']].to_dict('records')}", file=log)

@@ -1,0 +1,389 @@
+"""The committed snapshot of a study's results: what it holds, when it is stale, how it is re-derived and re-taken.
+
+A snapshot (``docs/results/<name>/``) is what the documentation quotes: the statistics tables the summary
+reads (:data:`.summary.SNAPSHOT_TABLES`), the per-trace tables behind them (:data:`TRACE_TABLES`: the
+metrics of every trace, the cycle census of every graph, the layer ablation's per-trace values), the layer
+ablation of a few corpus sets beside the paper's Table 6 (``ablate-<set>.parquet``, :data:`ABLATION_SETS`),
+and ``run.json``: commit, date, command, how long each step took, and the code hash of every table
+(:func:`table_code`). Everything in the pages comes from these files through :mod:`.pages`.
+
+*Stale*: a table is stale when the code (or the configuration) that computes it has changed since the
+snapshot was taken: :func:`stale_tables` compares ``run.json``'s hashes with today's, and
+``tests/test_results_summary.py`` fails naming the stale tables and the command below.
+
+*Re-derived*: the statistics that only need the per-trace tables (Kruskal-Wallis and its nulls, the
+length-excluded profile, the aggregation robustness, the cycle summary, the ablation means, the checks
+against the paper) can be recomputed from the snapshot alone (:func:`rederive`); seeded permutations and
+bootstraps make a re-derivation equal to the snapshot, bit for bit, whenever the code is unchanged.
+
+*Re-taken*: :func:`retake` reruns the corpus study (Snakemake reruns only the jobs whose code or inputs
+changed), runs the layer ablation of the corpus sets, replaces the snapshot and regenerates every page:
+
+    thinkprobe summary --retake docs/results/corpus-study --corpus CORPUS_DIR
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from .summary import RUN_FILE, SNAPSHOT_TABLES, load_tables
+
+DEFAULT_SNAPSHOT = "docs/results/corpus-study"
+STUDY_CONFIG = "config/corpus-study.yaml"
+# the per-trace tables of a snapshot, and where a study's results folder holds them
+TRACE_TABLES = {"metrics": "tables/metrics.parquet", "cycles": "stats/cycles.parquet",
+                "ablation_traces": "stats/ablation_traces.parquet"}
+# the corpus study's trace files, relative to the corpus folder (the inputs of config/corpus-study.yaml)
+STUDY_INPUTS = tuple(
+    f"steering-thinking-llms/compare-base-reasoning/results/vars/reasoning_comparison_deepseek-r1-distill-{m}.json"
+    for m in ("qwen-1.5b", "qwen-14b", "qwen-32b", "llama-8b", "llama-70b"))
+STUDY_INPUT_KEYS = {"question_set": "stl", "adapter": "steering-thinking-llms"}
+# corpus sets whose layer ablation the results page sets beside the paper's Table 6 (`thinkprobe ablate`):
+# name, what they are, the file relative to the corpus folder, and whether the whole text is analysed
+ABLATION_SETS = (
+    ("A", "R1-distill-Llama-8B reasoning traces",
+     "steering-thinking-llms/compare-base-reasoning/results/vars/reasoning_comparison_deepseek-r1-distill-llama-8b.json",
+     False),
+    ("B", "MMLU reasoning traces of DeepSeek-R1, QwQ-32B and Gemini-thinking",
+     "thought-branches/faithfulness/good_problems/Professor_itc_failure_threshold0.3.json", False),
+    ("C", "Qwen2.5-32B-Instruct step-by-step answers, a control formatted like the paper's models' output "
+          "(markdown headers, bold lines, lists)",
+     "steering-thinking-llms/compare-base-reasoning/results/vars/reasoning_comparison_qwen2.5-32b-instruct.json",
+     True),
+)
+
+# the upstream stages of each table (their code hashes make the table's), besides its own stats rule
+_METRICS_CHAIN = ("import", "segment", "graph", "metrics", "batch", "aggregate")
+TABLE_CHAINS: dict[str, tuple[str, ...]] = {
+    "metrics": _METRICS_CHAIN,
+    "cycles": ("import", "segment", "graph", "stats.cycles"),
+    "ablation_traces": ("import", "stats.ablation"),
+    "kruskal": (*_METRICS_CHAIN, "profiles", "stats.kruskal"),
+    "model_vs_domain": (*_METRICS_CHAIN, "profiles", "stats.kruskal"),
+    "length_excluded": (*_METRICS_CHAIN, "stats.confound"),
+    "aggregation_robustness": (*_METRICS_CHAIN, "stats.robustness"),
+    "cycles_summary": ("import", "segment", "graph", "stats.cycles"),
+    "ablation": ("import", "stats.ablation"),
+    "encoder_sensitivity": (*_METRICS_CHAIN, "stats.sensitivity"),
+    "agreement": ("stats.agreement",),
+    "claims": (*_METRICS_CHAIN, "profiles", "stats.kruskal", "stats.confound", "stats.robustness", "stats.cycles",
+               "stats.ablation", "stats.sensitivity", "stats.agreement", "stats.claims"),
+    "ablate": ("ablate",),
+}
+# tables that only need the snapshot's per-trace tables: re-derivable without the corpus
+REDERIVABLE = ("kruskal", "model_vs_domain", "length_excluded", "aggregation_robustness", "cycles_summary",
+               "ablation", "claims")
+
+
+def stage_hashes() -> dict[str, str]:
+    """Today's source hash of every stage a snapshot table depends on (the workflow's ``code`` params)."""
+    from ..codedeps import stage_modules
+    from ..outputs import source_hash
+    from ..stages import graph, ingest, metrics, segment, tables
+    from .stages import MODULES
+
+    out = {"import": source_hash(ingest.MODULES), "segment": source_hash(segment.MODULES),
+           "graph": source_hash(graph.MODULES), "metrics": source_hash(metrics.MODULES),
+           "batch": source_hash(tables.BATCH_MODULES), "aggregate": source_hash(tables.AGGREGATE_MODULES),
+           "profiles": source_hash(tables.PROFILE_MODULES),
+           # `thinkprobe ablate`: the pipeline's ablation on traces read from files, with the encoder and parameters
+           "ablate": source_hash(sorted({*stage_modules("pipeline", "ablation"), *stage_modules("traces", "read_traces"),
+                                         *stage_modules("encoder", "load_encoder"), *stage_modules("params", "Params")}))}
+    out.update({f"stats.{kind}": source_hash(mods) for kind, mods in MODULES.items()})
+    return out
+
+
+def study_config(configfiles: tuple[str, ...] = (STUDY_CONFIG,), root: str | Path = ".") -> dict[str, Any]:
+    """The configuration of a study with the schema's defaults filled in: config/config.yaml updated by
+    ``configfiles`` (as Snakemake's ``--configfile`` does: mappings merged key by key, anything else replaced).
+
+    Not checked against this machine (input files, encoders): the values are what matters here (the code
+    hashes of :func:`table_code`, the parameters of :func:`rederive`), and a machine without the study's
+    inputs or second encoder must still be able to tell whether the snapshot is current.
+    """
+    import yaml
+
+    from ..config import _fill_defaults, load_schema
+
+    root = Path(root)
+
+    def merge(a: dict, b: dict) -> dict:
+        out = dict(a)
+        for k, v in b.items():
+            out[k] = merge(out[k], v) if isinstance(v, dict) and isinstance(out.get(k), dict) else v
+        return out
+
+    cfg = yaml.safe_load((root / "config" / "config.yaml").read_text(encoding="utf-8"))
+    for f in configfiles:
+        cfg = merge(cfg, yaml.safe_load((root / f).read_text(encoding="utf-8")) or {})
+    return _fill_defaults(cfg, load_schema(root / "config" / "schema.yaml"))
+
+
+def _digest(obj: Any) -> str:
+    return hashlib.sha256(json.dumps(obj, sort_keys=True, default=str).encode()).hexdigest()
+
+
+def table_code(config: dict[str, Any], hashes: dict[str, str] | None = None) -> dict[str, str]:
+    """Per snapshot table: one sha256 over the code hashes of its stages and the configuration it reads
+    (``analysis`` for every table; ``stats`` for the statistics)."""
+    hashes = hashes or stage_hashes()
+    analysis, stats = config.get("analysis"), config.get("stats")
+    out = {}
+    for table, chain in TABLE_CHAINS.items():
+        uses_stats = any(s.startswith("stats.") for s in chain)
+        out[table] = _digest({"code": {s: hashes[s] for s in chain}, "analysis": analysis,
+                              "stats": stats if uses_stats else None})
+    return out
+
+
+def stale_tables(snapshot_dir: str | Path, root: str | Path = ".") -> list[str]:
+    """The tables of a snapshot whose code or configuration changed since it was taken (by ``run.json``)."""
+    run = json.loads((Path(snapshot_dir) / RUN_FILE).read_text(encoding="utf-8"))
+    recorded = run.get("code") or {}
+    today = table_code(study_config(tuple(run.get("configfiles") or (STUDY_CONFIG,)), root))
+    present = [t for t in TABLE_CHAINS if t == "ablate" or (Path(snapshot_dir) / f"{t}.parquet").exists()]
+    return [t for t in present if recorded.get(t) != today[t]]
+
+
+def _trace_source(results: Path, name: str) -> Path:
+    """A per-trace table in a snapshot (``<name>.parquet``) or in a study's results folder."""
+    flat = results / f"{name}.parquet"
+    return flat if flat.exists() else results / TRACE_TABLES[name]
+
+
+def compact_provenance(block: Any, limit: int = 20) -> Any:
+    """``block`` with every ``inputs`` map of more than ``limit`` files replaced by its file count and one
+    sha256 over its sorted ``path sha256`` lines: the provenance of a study table names hundreds of unit
+    files, which would make a snapshot megabytes; the digest still identifies exactly the same inputs."""
+    if isinstance(block, dict):
+        out = {}
+        for key, value in block.items():
+            if key == "inputs" and isinstance(value, dict) and len(value) > limit:
+                lines = "\n".join(f"{p} {h}" for p, h in sorted(value.items()))
+                out[key] = {"n_files": len(value), "sha256_of_sorted_lines": hashlib.sha256(lines.encode()).hexdigest()}
+            else:
+                out[key] = compact_provenance(value, limit)
+        return out
+    if isinstance(block, list):
+        return [compact_provenance(v, limit) for v in block]
+    return block
+
+
+def relocate(block: Any, prefixes: dict[str, str]) -> Any:
+    """``block`` with every string (mapping keys included) that starts with one of ``prefixes`` rewritten to its
+    replacement: a snapshot names the corpus folder ``CORPUS_DIR`` and the checkout's own files relatively,
+    never a path of the machine it was taken on."""
+    if isinstance(block, str):
+        for prefix, repl in prefixes.items():
+            if prefix and block.startswith(prefix):
+                return repl + block[len(prefix):]
+        return block
+    if isinstance(block, dict):
+        return {relocate(k, prefixes): relocate(v, prefixes) for k, v in block.items()}
+    if isinstance(block, list):
+        return [relocate(v, prefixes) for v in block]
+    return block
+
+
+def _copy_table(src: Path, dest: Path, prefixes: dict[str, str]) -> None:
+    from ..outputs import read_table_metadata, write_table
+
+    write_table(dest, pd.read_parquet(src), relocate(compact_provenance(read_table_metadata(src)), prefixes))
+
+
+def git_commit(root: str | Path = ".") -> str:
+    try:
+        return subprocess.run(["git", "rev-parse", "--short=12", "HEAD"], capture_output=True, text=True, check=True,
+                              cwd=root, timeout=30).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        return "unknown"
+
+
+def snapshot(results_dir: str | Path, dest: str | Path, command: str, name: str | None = None,
+             replace: bool = False, extra: dict[str, Any] | None = None, sets_dir: str | Path | None = None,
+             configfiles: tuple[str, ...] = (STUDY_CONFIG,), root: str | Path = ".",
+             corpus: str | Path | None = None) -> Path:
+    """Copy a study's statistics and per-trace tables (``results_dir``: the results folder, or its ``stats``
+    subfolder) to ``dest`` with ``run.json`` (name, commit, date, command, code hashes) and ``summary.md``.
+
+    An existing snapshot is replaced only with ``replace`` (a re-take), atomically: the new one is assembled
+    beside it and renamed into place. ``sets_dir`` holds ``ablate-<set>.parquet`` tables to keep too. Paths in
+    the tables' provenance are relocated (:func:`relocate`): under ``corpus`` to ``CORPUS_DIR``, under the
+    checkout (``root``) to relative ones.
+    """
+    from ..outputs import atomic_write_bytes
+    from .summary import markdown, read_run
+
+    src = Path(results_dir)
+    stats = src / "stats" if (src / "stats" / "kruskal.parquet").exists() else src
+    results = stats.parent if stats.name == "stats" else stats
+    dest = Path(dest)
+    if dest.exists() and any(dest.iterdir()) and not replace:
+        raise FileExistsError(f"{dest}: a snapshot is already there (re-take it with --retake, or choose a new name)")
+    load_tables(stats)  # refuses a folder without the tables
+    prefixes = {f"{Path(root).resolve()}/": ""}
+    if corpus is not None:
+        prefixes = {f"{Path(corpus).resolve()}/": "CORPUS_DIR/", f"{os.path.abspath(corpus)}/": "CORPUS_DIR/",
+                    f"{os.path.normpath(corpus)}/": "CORPUS_DIR/", **prefixes}
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{dest.name}.", dir=dest.parent))
+    try:
+        for n in SNAPSHOT_TABLES:
+            if (stats / f"{n}.parquet").exists():
+                _copy_table(stats / f"{n}.parquet", tmp / f"{n}.parquet", prefixes)
+        for n in TRACE_TABLES:
+            path = _trace_source(results, n)
+            if path.exists():
+                _copy_table(path, tmp / f"{n}.parquet", prefixes)
+        for path in sorted(Path(sets_dir).glob("ablate-*.parquet")) if sets_dir else []:
+            _copy_table(path, tmp / path.name, prefixes)
+        run = {"name": name or dest.name, "commit": git_commit(root),
+               "date": datetime.now(timezone.utc).strftime("%Y-%m-%d"), "command": command,
+               "configfiles": list(configfiles), "code": table_code(study_config(configfiles, root)), **(extra or {})}
+        atomic_write_bytes(tmp / RUN_FILE, (json.dumps(run, indent=2) + "\n").encode())
+        atomic_write_bytes(tmp / "summary.md", markdown(load_tables(tmp), read_run(tmp), str(dest)).encode())
+        os.chmod(tmp, 0o777 & ~_umask())
+        if dest.exists():
+            old = dest.with_name(f".{dest.name}.old")
+            shutil.rmtree(old, ignore_errors=True)
+            dest.rename(old)
+            tmp.rename(dest)
+            shutil.rmtree(old, ignore_errors=True)
+        else:
+            tmp.rename(dest)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return dest
+
+
+def _umask() -> int:
+    from ..outputs import current_umask
+
+    return current_umask()
+
+
+def rederive(snapshot_dir: str | Path, out_dir: str | Path, root: str | Path = ".") -> dict[str, Path]:
+    """Recompute the :data:`REDERIVABLE` tables from a snapshot's per-trace tables into ``out_dir``, with the
+    parameters of the snapshot's study configuration; returns ``{table: path}``.
+
+    The corpus-dependent tables (``encoder_sensitivity``, ``agreement``) are copied, since the checks read
+    them. A rerun on the same tables gives the same bytes of data (seeded permutations and bootstraps).
+    """
+    from ..stages.tables import profiles_table
+    from .ablation import ablation_means
+    from .cycles import cycle_summary
+    from .stages import claims_stage, confound_stage, kruskal_stage, robustness_stage, rule_params
+
+    snap, out = Path(snapshot_dir), Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    run = json.loads((snap / RUN_FILE).read_text(encoding="utf-8")) if (snap / RUN_FILE).exists() else {}
+    params = rule_params(study_config(tuple(run.get("configfiles") or (STUDY_CONFIG,)), root))
+    metrics = str(snap / "metrics.parquet")
+    profiles = str(out / "profiles.parquet")
+    profiles_table(metrics, profiles, dimensions=params["dimensions"])
+    p = {n: out / f"{n}.parquet" for n in REDERIVABLE}
+    kruskal_stage(metrics, profiles, str(p["kruskal"]), str(p["model_vs_domain"]), params["groupings"],
+                  params["permutation"])
+    confound_stage(metrics, str(out / "length_confound.parquet"), str(p["length_excluded"]), params["groupings"],
+                   params["dimensions"], params["permutation"])
+    robustness_stage(metrics, str(p["aggregation_robustness"]), params["dimensions"])
+    cycle_summary(pd.read_parquet(snap / "cycles.parquet")).to_parquet(p["cycles_summary"])
+    ablation_means(pd.read_parquet(snap / "ablation_traces.parquet")).to_parquet(p["ablation"])
+    tables = {n: str(p[n]) for n in ("kruskal", "model_vs_domain", "length_excluded", "aggregation_robustness",
+                                     "cycles_summary", "ablation")}
+    for n in ("encoder_sensitivity", "agreement"):
+        if (snap / f"{n}.parquet").exists():
+            shutil.copyfile(snap / f"{n}.parquet", out / f"{n}.parquet")
+            tables[n] = str(out / f"{n}.parquet")
+    claims_stage(tables, metrics, str(snap / "cycles.parquet"), str(snap / "ablation_traces.parquet"),
+                 str(p["claims"]), params["bootstrap"], params["alpha"], params["dimensions"])
+    return p
+
+
+def study_override(corpus: str | Path, path: str | Path) -> Path:
+    """Write a config file whose ``inputs`` are the corpus study's trace files under ``corpus``."""
+    import yaml
+
+    corpus = Path(corpus).resolve()
+    missing = [f for f in STUDY_INPUTS if not (corpus / f).is_file()]
+    if missing:
+        raise FileNotFoundError(f"--corpus {corpus}: no {missing[0]} (the corpus folder holds "
+                                "steering-thinking-llms/ and thought-branches/)")
+    inputs = [{"path": str(corpus / f), **STUDY_INPUT_KEYS} for f in STUDY_INPUTS]
+    Path(path).write_text(yaml.safe_dump({"inputs": inputs}, sort_keys=False), encoding="utf-8")
+    return Path(path)
+
+
+def run_ablation_sets(corpus: str | Path, out_dir: str | Path) -> dict[str, float]:
+    """``thinkprobe ablate`` of each :data:`ABLATION_SETS` file into ``out_dir/ablate-<set>.parquet``;
+    returns the seconds each took."""
+    corpus, out = Path(corpus), Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    took = {}
+    for name, _, rel, whole in ABLATION_SETS:
+        if not (corpus / rel).is_file():
+            raise FileNotFoundError(f"--corpus {corpus}: no {rel} (ablation set {name})")
+        t0 = time.perf_counter()
+        cmd = [sys.executable, "-m", "thinkprobe.cli", "ablate", str(corpus / rel), "--out",
+               str(out / f"ablate-{name}.parquet")] + (["--whole-text"] if whole else [])
+        subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
+        took[name] = round(time.perf_counter() - t0, 1)
+    return took
+
+
+def retake(dest: str | Path = DEFAULT_SNAPSHOT, corpus: str | Path | None = None, cores: int = 2,
+           configfiles: tuple[str, ...] = (), results: str | Path = "results", run_study: bool = True,
+           pages: tuple[str, ...] | None = None, keep_inputs: bool = False) -> dict[str, Any]:
+    """Re-take a snapshot: the corpus study (``snakemake stats --cores N --configfile config/corpus-study.yaml
+    [configfiles]``), the ablation sets (``corpus`` needed), the snapshot itself (replaced) and every generated
+    page; returns the timings. With ``corpus`` and neither ``configfiles`` nor ``keep_inputs``, the study's
+    inputs are the corpus folder's files (:data:`STUDY_INPUTS`); ``keep_inputs`` keeps the study config's own
+    (a config that fetches its corpus itself)."""
+    from .pages import DEFAULT_PAGES, update_pages
+
+    if corpus is None:
+        raise ValueError("--retake needs --corpus DIR: the ablation sets of the snapshot are read from the corpus "
+                         "folder (with --keep-inputs the study keeps its config's own inputs)")
+    timings: dict[str, Any] = {}
+    t_all = time.perf_counter()
+    cfgs = list(configfiles)
+    with tempfile.TemporaryDirectory(prefix="thinkprobe-retake-") as tmp:
+        if not configfiles and not keep_inputs:
+            cfgs = [str(study_override(corpus, Path(tmp) / "corpus-inputs.yaml"))]
+        # the target first: --configfile takes every word after it
+        command = ["snakemake", "stats", "--cores", str(cores), "--configfile", STUDY_CONFIG, *cfgs]
+        if run_study:
+            t0 = time.perf_counter()
+            subprocess.run([sys.executable, "-m", *command], check=True)
+            timings["study_s"] = round(time.perf_counter() - t0, 1)
+        sets_dir = Path(tmp) / "sets"
+        timings["ablation_sets_s"] = run_ablation_sets(corpus, sets_dir)
+        t0 = time.perf_counter()
+        shown = " ".join(["snakemake", "stats", "--cores", str(cores), "--configfile", STUDY_CONFIG])
+        snapshot(results, dest, shown, replace=True, sets_dir=sets_dir, corpus=corpus,
+                 extra={"retake": f"thinkprobe summary --retake {dest} --corpus CORPUS_DIR", "timings": timings,
+                        "load_average": _load()})
+        n = update_pages(pages or DEFAULT_PAGES)
+        timings["snapshot_and_pages_s"] = round(time.perf_counter() - t0, 1)
+    timings["total_s"] = round(time.perf_counter() - t_all, 1)
+    timings["pages_blocks"] = n
+    return timings
+
+
+def _load() -> str:
+    try:
+        return " ".join(f"{x:.2f}" for x in os.getloadavg())
+    except OSError:
+        return "unknown"

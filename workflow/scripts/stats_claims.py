@@ -1,0 +1,13 @@
+"""Rule stats_claims: the checks against the paper (replications with intervals, identities, not comparable)."""
+
+from thinkprobe.stages.joblog import job_log
+
+with job_log(snakemake.log[0]) as log:
+    from thinkprobe.stats.stages import claims_stage
+
+    inputs = dict(snakemake.input.items())
+    per_trace = {k: inputs.pop(k, None) for k in ("metrics", "cycles", "ablation_traces")}
+    table = claims_stage(inputs, per_trace["metrics"], per_trace["cycles"], per_trace["ablation_traces"],
+                         snakemake.output[0], snakemake.params.bootstrap, snakemake.params.alpha,
+                         snakemake.params.dimensions)
+    print(f"stats_claims: {table.groupby('kind').verdict.value_counts().to_dict()}", file=log)
