@@ -19,9 +19,6 @@ from thinkprobe.metrics import METRIC_NAMES
 from thinkprobe.profile import trace_profiles
 from thinkprobe.stats import ablation, claims, confound, cycles, discriminability, pages, robustness, snapshot, summary
 
-pytestmark = pytest.mark.fast
-
-pytestmark = pytest.mark.fast
 
 ROOT = Path(__file__).resolve().parents[1]
 SNAPSHOT = ROOT / snapshot.DEFAULT_SNAPSHOT
@@ -30,6 +27,7 @@ RETAKE = f"thinkprobe summary --retake {snapshot.DEFAULT_SNAPSHOT} --corpus CORP
 
 # ----------------------------------------------------------------------------- the committed pages and snapshot
 
+@pytest.mark.fast
 @pytest.mark.parametrize("page", pages.DEFAULT_PAGES)
 def test_every_results_block_of_the_pages_is_generated_from_the_snapshot(page):
     text = (ROOT / page).read_text(encoding="utf-8")
@@ -37,11 +35,12 @@ def test_every_results_block_of_the_pages_is_generated_from_the_snapshot(page):
     assert found, f"{page} has no <!-- results:KIND DIR --> block"
     assert {f for _, f, *_ in found} == {snapshot.DEFAULT_SNAPSHOT}
     for kind, folder, body, *_ in found:
-        assert body == pages.render(kind, folder, ROOT), (
+        assert body == pages.render(kind, folder, ROOT, page), (
             f"{page}: the {kind} block differs from what the code computes for {folder}; run "
             "`thinkprobe summary --pages` (and commit), or re-take the snapshot if its tables are stale")
 
 
+@pytest.mark.fast
 def test_the_readme_keeps_a_short_headline_and_the_results_page_the_rest():
     readme = pages.blocks((ROOT / "README.md").read_text(encoding="utf-8"))
     assert [k for k, *_ in readme] == ["headline"] and len(readme[0][2].splitlines()) <= 8
@@ -50,24 +49,27 @@ def test_the_readme_keeps_a_short_headline_and_the_results_page_the_rest():
     assert {"headline", "summary", "reading", "ablation-sets", "retake"} <= kinds
 
 
+@pytest.mark.fast
 @pytest.mark.parametrize("page", ["docs/results.md", "docs/statistics.md"])
 def test_prose_outside_the_generated_blocks_prints_no_number(page):
     bad = pages.unexplained_numbers((ROOT / page).read_text(encoding="utf-8"))
     assert not bad, f"{page}: a number outside a generated block (generate it, or write it without one): {bad}"
 
 
+@pytest.mark.fast
 def test_a_number_changed_by_hand_fails():
     for page in ("README.md", "docs/results.md"):
         text = (ROOT / page).read_text(encoding="utf-8")
         kind, folder, body, start, end = pages.blocks(text)[0]
         i = next(i for i, ch in enumerate(body) if ch.isdigit())
         forged = body[:i] + str((int(body[i]) + 1) % 10) + body[i + 1:]
-        assert forged != pages.render(kind, folder, ROOT)
-        assert pages.regenerate(text.replace(body, forged, 1), ROOT) == text  # regenerating restores it
+        assert forged != pages.render(kind, folder, ROOT, page)
+        assert pages.regenerate(text.replace(body, forged, 1), ROOT, page) == text  # regenerating restores it
     assert pages.unexplained_numbers("We analysed 500 traces.\n") == ["We analysed 500 traces."]
     assert pages.unexplained_numbers("R1-distill and L6-v2 in App. H.4, Table 6, sections 5.2-5.3.\n") == []
 
 
+@pytest.mark.fast
 def test_the_snapshot_holds_the_per_trace_tables_and_its_summary():
     for name in (*snapshot.TRACE_TABLES, "kruskal", "claims", "run"):
         assert (SNAPSHOT / (f"{name}.json" if name == "run" else f"{name}.parquet")).exists(), name
@@ -82,6 +84,7 @@ def test_the_snapshot_holds_the_per_trace_tables_and_its_summary():
                                                                                  ROOT)
 
 
+@pytest.mark.fast
 def test_the_snapshot_names_no_path_of_the_machine_it_was_taken_on():
     from thinkprobe.outputs import read_table_metadata
 
@@ -102,12 +105,14 @@ def test_the_snapshot_names_no_path_of_the_machine_it_was_taken_on():
     assert "../" not in (SNAPSHOT / "run.json").read_text() and '"/' not in (SNAPSHOT / "run.json").read_text()
 
 
+@pytest.mark.fast
 def test_provenance_paths_are_relocated():
     block = {"inputs": {"/data/corpus/x.json": "ab", "/repo/results/t.parquet": "cd"}, "p": ["/data/corpus/y"]}
     out = snapshot.relocate(block, {"/data/corpus/": "CORPUS_DIR/", "/repo/": ""})
     assert out == {"inputs": {"CORPUS_DIR/x.json": "ab", "results/t.parquet": "cd"}, "p": ["CORPUS_DIR/y"]}
 
 
+@pytest.mark.fast
 def test_the_snapshot_is_current():
     stale = snapshot.stale_tables(SNAPSHOT, ROOT)
     assert not stale, (f"{snapshot.DEFAULT_SNAPSHOT}: tables computed by code or configuration that has changed "
@@ -187,6 +192,7 @@ def _tables(tmp_path: Path, *, capped: bool = False, cbc_full: float = 0.3) -> P
     return d
 
 
+@pytest.mark.fast
 def test_summary_rows_name_their_tables_and_the_paper(tmp_path):
     d = _tables(tmp_path)
     text = summary.summary_text(d)
@@ -204,6 +210,7 @@ def test_summary_rows_name_their_tables_and_the_paper(tmp_path):
     assert "VIOLATED" not in text
 
 
+@pytest.mark.fast
 def test_capped_cycle_counts_are_lower_bounds(tmp_path):
     exact = summary.summary_text(_tables(tmp_path / "a", capped=False))
     bound = summary.summary_text(_tables(tmp_path / "b", capped=True))
@@ -212,6 +219,7 @@ def test_capped_cycle_counts_are_lower_bounds(tmp_path):
     assert "1 capped: counts are lower bounds" in line and "mean >= " in line and "max >= " in line
 
 
+@pytest.mark.fast
 def test_replications_can_replicate_fail_or_be_inconclusive(tmp_path):
     rising = pd.read_parquet(_tables(tmp_path / "a", cbc_full=0.5) / "claims.parquet").set_index("key")
     flat = pd.read_parquet(_tables(tmp_path / "b", cbc_full=0.2) / "claims.parquet").set_index("key")
@@ -228,6 +236,7 @@ def test_replications_can_replicate_fail_or_be_inconclusive(tmp_path):
     assert kinds["replication"] == len(claims.REPLICATIONS) and kinds["identity"] == len(claims.IDENTITIES)
 
 
+@pytest.mark.fast
 def test_identity_violations_are_bugs_and_never_counted(tmp_path):
     d = _tables(tmp_path)
     t = summary.load_tables(d)
@@ -239,6 +248,7 @@ def test_identity_violations_are_bugs_and_never_counted(tmp_path):
     assert c["replications"] == len(claims.REPLICATIONS) and c["identities_violated"] == 0
 
 
+@pytest.mark.fast
 def test_estimates_are_the_values_of_the_statistics_tables(tmp_path):
     """The checks recompute their statistics from the per-trace tables: on all rows, the tables' own values."""
     d = _tables(tmp_path)
@@ -254,6 +264,7 @@ def test_estimates_are_the_values_of_the_statistics_tables(tmp_path):
     assert c.loc["cycles_near_universal", "estimate"] == pytest.approx(cs.loc[("(all)", "full"), "prevalence"])
 
 
+@pytest.mark.fast
 def test_snapshot_replace_rederive_and_cli(tmp_path, monkeypatch):
     d = _tables(tmp_path)
     out = subprocess.run([sys.executable, "-m", "thinkprobe.cli", "summary", str(d)], capture_output=True, text=True)
@@ -284,6 +295,7 @@ def test_snapshot_replace_rederive_and_cli(tmp_path, monkeypatch):
         summary.load_tables(tmp_path)
 
 
+@pytest.mark.fast
 def test_a_retake_needs_the_corpus_folder_and_names_a_missing_file(tmp_path):
     with pytest.raises(ValueError, match="needs --corpus DIR"):
         snapshot.retake(tmp_path / "snap", corpus=None, run_study=False)
@@ -294,6 +306,7 @@ def test_a_retake_needs_the_corpus_folder_and_names_a_missing_file(tmp_path):
         snapshot.run_ablation_sets(tmp_path / "corpus", tmp_path / "sets")
 
 
+@pytest.mark.fast
 def test_snapshot_provenance_keeps_a_digest_of_many_inputs():
     many = {f"results/graphs/m/q{i}.json": f"{i:064x}" for i in range(30)}
     block = {"params": {"seed": 42}, "inputs": many, "source_provenance": {"inputs": {"a": "1"}}}
@@ -304,6 +317,7 @@ def test_snapshot_provenance_keeps_a_digest_of_many_inputs():
     assert snapshot.compact_provenance({"inputs": changed})["inputs"] != out["inputs"]
 
 
+@pytest.mark.fast
 def test_a_code_change_makes_the_tables_that_use_it_stale():
     cfg = snapshot.study_config(root=ROOT)
     base = snapshot.table_code(cfg)

@@ -19,6 +19,7 @@ blocks holds no number (:func:`unexplained_numbers`, also tested) except section
 
 from __future__ import annotations
 
+import os
 import re
 from pathlib import Path
 from typing import Any, Callable
@@ -29,6 +30,7 @@ import pandas as pd
 from . import paper
 
 DEFAULT_PAGES = ("README.md", "docs/results.md", "docs/statistics.md")
+RESULTS_PAGE = "docs/results.md"  # the page of every result; the headline elsewhere links to it
 BEGIN = re.compile(r"<!-- results(?::(?P<kind>[a-z][a-z-]*))?:? (?P<dir>\S+) -->\n")
 END = "<!-- /results -->"
 
@@ -56,7 +58,9 @@ def summary_block(folder: Path, shown: str) -> str:
     return markdown(tables, run or None, shown)
 
 
-def headline_block(folder: Path, shown: str) -> str:
+def headline_block(folder: Path, shown: str, page: str = "README.md") -> str:
+    """The README's few lines: the replication counts, and (on any page but the results page itself) a link to
+    it, relative to ``page`` (the repository-relative path of the page that holds the block)."""
     from .claims import FAILS, INCONCLUSIVE, REPLICATES, counts
 
     tables, run = _snapshot(folder)
@@ -80,8 +84,12 @@ def headline_block(folder: Path, shown: str) -> str:
             if qs:
                 lines.append(f"- {verdict}: " + " ".join(qs))
         lines.append("")
-    lines.append("Every claim with its criterion, the paper's sentence and this run's interval, the effect sizes "
-                 "against chance and the layer ablation beside Table 6: [docs/results.md](docs/results.md).")
+    if Path(page).as_posix() != RESULTS_PAGE:
+        link = os.path.relpath(RESULTS_PAGE, Path(page).parent.as_posix() or ".")
+        lines.append("Every claim with its criterion, the paper's sentence and this run's interval, the effect sizes "
+                     f"against chance and the layer ablation beside Table 6: [{RESULTS_PAGE}]({link}).")
+    elif lines[-1] == "":
+        lines.pop()
     return "\n".join(lines) + "\n"
 
 
@@ -318,17 +326,20 @@ def blocks(text: str) -> list[tuple[str, str, str, int, int]]:
     return out
 
 
-def render(kind: str, folder: str, root: str | Path = ".") -> str:
-    """The text of a block of ``kind`` for the snapshot ``folder`` (relative to ``root``, shown as written)."""
+def render(kind: str, folder: str, root: str | Path = ".", page: str = "README.md") -> str:
+    """The text of a block of ``kind`` for the snapshot ``folder`` (relative to ``root``, shown as written), as
+    it stands on ``page`` (links are relative to it)."""
+    if kind == "headline":
+        return headline_block(Path(root) / folder, folder, page)
     return BLOCKS[kind](Path(root) / folder, folder)
 
 
-def regenerate(text: str, root: str | Path = ".") -> str:
-    """``text`` with every generated block rewritten from its snapshot."""
+def regenerate(text: str, root: str | Path = ".", page: str = "README.md") -> str:
+    """``text`` (the page ``page``) with every generated block rewritten from its snapshot."""
     out, last = [], 0
     for kind, folder, body, start, end in blocks(text):
         head = text[start:text.index("\n", start) + 1]
-        out += [text[last:start], head, render(kind, folder, root), END]
+        out += [text[last:start], head, render(kind, folder, root, page), END]
         last = end
     out.append(text[last:])
     return "".join(out)
@@ -348,7 +359,7 @@ def update_pages(pages: tuple[str, ...] = DEFAULT_PAGES, root: str | Path = ".")
         for kind, folder, *_ in found:
             if kind == "summary":
                 atomic_write_text(Path(root) / folder / "summary.md", render("summary", folder, root))
-        new = regenerate(text, root)
+        new = regenerate(text, root, page)
         if new != text:
             atomic_write_text(path, new)
         n += len(found)
