@@ -19,7 +19,8 @@ trace's prompt style (a base model's invented follow-up "Question:"), after ``ma
 or at the end of the context (``max_tokens`` unset, the default: the budget is the room the prefix leaves
 in ``max_model_len``). Each continuation records why (``stop``: :data:`STOP_REASONS`) and each checkpoint
 its budget after trimming (``max_tokens``). Special tokens are kept in the text; where the tokenizer has a
-``</think>`` token the reasoning end is found from the token ids (``think_closed``, ``answer_text``).
+``</think>`` token the reasoning end is found from the token ids (``think_closed``, ``answer_text``) when the
+engine returned them, else from the text (an endpoint that returns no ids: ``think_from`` says which).
 
 The raw text of every continuation is kept; labelling is a separate, cheap step
 (:mod:`thinkprobe.trajectories.labelling`, re-exported here), so a parser change never costs GPU time. The
@@ -47,6 +48,7 @@ from ..codedeps import stage_modules
 from ..answers import DEFAULT_STOP
 from .checkpoints import (Checkpoint, RealizedTrace, Reasoning, TraceError, check_tokenizer, checkpoints,
                           engine_tokenizer_id, find_reasoning, think_close_id)
+from .checkpoints import _CLOSE as THINK_CLOSE
 from ..generate.faults import is_transient, transient_failures
 from .forced import DEFAULT_ANSWER_CUES, forced_suffix_ids
 from .labelling import continuation_label, endpoint_label, label_document  # noqa: F401 - re-exported
@@ -287,7 +289,7 @@ def sample_plans(engine, plans: Sequence[TracePlan], cfg: SamplingConfig, store:
                     "max_tokens": budget, "stop": list(spec.stop),
                     "native": plan.reasoning.native, "status": "error" if gen.error else "ok",
                     "reason": gen.error, "continuations": comps})
-                stats["sampled_tokens"] += sum(c["n_tokens"] for c in comps)
+                stats["sampled_tokens"] += sum(c["n_tokens"] or 0 for c in comps)
                 stats["prompt_tokens"] += len(prompt)
                 stats["cached_tokens"] += cached or 0
             store.write(entries, {"seconds": seconds, "prefixes": len(chunk), "round": round_})
@@ -339,19 +341,39 @@ def _local_tokenizer(engine):
 
 def _continuation(c, cut: str, tok, close_id: int | None) -> dict[str, Any]:
     """One stored continuation: text (special tokens kept), token count, finish and stop reason, and where
-    the reasoning ends when the tokenizer has a ``</think>`` token (found from the token ids)."""
+    the reasoning ends when the tokenizer has a ``</think>`` token.
+
+    The reasoning end is read from the token ids only when the engine returned them (``think_from: ids``); an
+    endpoint that returned none (``has_token_ids`` False) is read from the text (``think_from: text``), never
+    taken as a continuation that did not close its reasoning. The token count is the ids' (or, without them,
+    the server's count, else the local tokenizer's count of the text: ``n_tokens_from``); the stop reason
+    tells a stop string (the engine's ``stop_reason`` is a string) from the end of sequence."""
     if c.finish_reason == "stop":
         stop = "stop_string" if isinstance(getattr(c, "stop_reason", None), str) else "eos"
     elif c.finish_reason == "length":
         stop = cut
     else:
         stop = "error"
-    out = {"text": c.text, "n_tokens": len(c.token_ids), "finish_reason": c.finish_reason, "stop": stop}
-    if close_id is not None:
+    has_ids = getattr(c, "has_token_ids", True)
+    out: dict[str, Any] = {"text": c.text, "n_tokens": len(c.token_ids), "finish_reason": c.finish_reason,
+                           "stop": stop}
+    if not has_ids:
+        if getattr(c, "n_tokens", None) is not None:
+            out.update(n_tokens=int(c.n_tokens), n_tokens_from="server")
+        elif tok is not None:
+            out.update(n_tokens=len(tok.encode(c.text, add_special_tokens=False)), n_tokens_from="text")
+        else:
+            out.update(n_tokens=None, n_tokens_from=None)
+    if close_id is not None and has_ids:
         ids = list(c.token_ids)
-        out["think_closed"] = close_id in ids
+        out.update(think_closed=close_id in ids, think_from="ids")
         if out["think_closed"]:
             out["answer_text"] = tok.decode(ids[ids.index(close_id) + 1:], skip_special_tokens=False)
+    elif close_id is not None:
+        pos = c.text.find(THINK_CLOSE)
+        out.update(think_closed=pos >= 0, think_from="text")
+        if pos >= 0:
+            out["answer_text"] = c.text[pos + len(THINK_CLOSE):]
     return out
 
 
@@ -406,7 +428,7 @@ def continuation_document(plan: TracePlan, entries: Mapping[tuple[str, int], Map
                      "max_tokens": e.get("max_tokens"),
                      "cached_tokens": e.get("cached_tokens"), "computed_prefill": e.get("computed_prefill"),
                      "calls": e.get("calls", 1), "seeds": e.get("seeds"),
-                     "sampled_tokens": sum(c["n_tokens"] for c in comps), "continuations": comps})
+                     "sampled_tokens": sum(c.get("n_tokens") or 0 for c in comps), "continuations": comps})
         totals["sampled_tokens"] += rows[-1]["sampled_tokens"]
         totals["prompt_tokens"] += len(prompt)
         totals["prefix_tokens_sum"] += len(prompt)
