@@ -212,7 +212,7 @@ def _plans(cfg):
 
 
 def test_an_endpoint_outage_is_retried_by_the_next_run_and_a_refusal_is_stored(peers, monkeypatch, tmp_path):
-    from thinkprobe.trajectories.sampling import ContinuationStore, SamplingConfig, sample_plans
+    from thinkprobe.trajectories.sampling import ContinuationStore, SamplingConfig, sample_plans, store_digest
 
     p = peers()
     state = {"down": True}
@@ -229,8 +229,8 @@ def test_an_endpoint_outage_is_retried_by_the_next_run_and_a_refusal_is_stored(p
     traces, plans = _plans(cfg)
     n_cp = [len(pl.checkpoints) for pl in plans]
     assert all(n > 1 for n in n_cp) and not any(pl.excluded for pl in plans)
-    store = ContinuationStore(tmp_path / "store", cfg.digest(), {t.key: t.content_hash() for t in traces})
     engine = engine_for(p.url, monkeypatch, max_retries=1)
+    store = ContinuationStore(tmp_path / "store", store_digest(cfg, engine), {t.key: t.content_hash() for t in traces})
     with pytest.raises(TransientFailures, match=f"{n_cp[0]} of {sum(n_cp)} checkpoints") as err:
         sample_plans(engine, plans, cfg, store)
     assert "down for maintenance" in str(err.value)

@@ -44,7 +44,9 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping, Sequence
 
-from ..codedeps import stage_modules
+from functools import lru_cache
+
+from ..codedeps import stage_modules, used_modules
 from ..answers import DEFAULT_STOP
 from .checkpoints import (Checkpoint, RealizedTrace, Reasoning, TraceError, check_tokenizer, checkpoints,
                           engine_tokenizer_id, find_reasoning, think_close_id)
@@ -57,6 +59,36 @@ from .store import ContinuationStore  # noqa: F401 - re-exported
 
 ESTIMATORS = ("full", "forced")
 MODULES = stage_modules("trajectories.sampling", "sample_traces")  # derived: thinkprobe.codedeps
+
+# The sampling code (issue 25, item 5): the functions that decide what each request asks for (prompt, budget,
+# seed, stop strings), which checkpoints are sampled again, what is stored of each continuation and how a
+# document is assembled; with sequential stopping, also the labels that decide how many are sampled. Its
+# hash keys the store, the finished documents and the protection check, so samples taken by other code are
+# never reused. Not part of it, though the walk from those functions reaches them: a package's __init__
+# (run on import, it decides nothing) and the analysis it re-exports, the provenance helpers, the engines'
+# process plumbing and model lookup (the weights are keyed by the model's identity) and the defaults (their
+# values enter the key as settings).
+SAMPLING_CODE_ENTRIES = tuple(("trajectories.sampling", name) for name in (
+    "plan_trace", "sample_plans", "_budget", "_seed", "_spec", "_continuation", "continuation_document"))
+STOPPING_CODE_ENTRIES = (("trajectories.sampling", "_labels_for_stopping"), ("trajectories.stopping", "StoppingRule"))
+NOT_SAMPLING_CODE = frozenset({"__init__", "generate.__init__", "trajectories.__init__", "trajectories.distributions",
+                               "trajectories.dynamics", "codedeps", "outputs", "generate.hub", "generate.models",
+                               "generate.reaper", "generate.defaults"})
+
+
+def sampling_code(stopping: bool) -> list[str]:
+    """The modules of the sampling code (derived from :data:`SAMPLING_CODE_ENTRIES`, plus the labelling
+    when ``stopping``), less :data:`NOT_SAMPLING_CODE`."""
+    entries = SAMPLING_CODE_ENTRIES + (STOPPING_CODE_ENTRIES if stopping else ())
+    return [m for m in used_modules(entries) if m not in NOT_SAMPLING_CODE]
+
+
+@lru_cache(maxsize=None)
+def sampling_code_sha256(stopping: bool) -> str:
+    """sha256 of the :func:`sampling_code` sources (read once per process and setting)."""
+    from ..outputs import source_hash
+
+    return source_hash(sampling_code(stopping))
 
 
 
@@ -91,7 +123,8 @@ def decoding_applies(spec: Mapping[str, Any] | None, model: str, question_set: s
 
 @dataclass(frozen=True)
 class SamplingConfig:
-    """Everything that decides which continuations are sampled (the store is keyed by its hash).
+    """Everything in the sampling settings that decides which continuations are sampled (the store is keyed
+    by its hash, with the model, engine settings and code: :func:`store_digest`).
 
     The defaults here are THE defaults of trajectory sampling: ``config/schema.yaml`` states the same values
     for the workflow (a test keeps them equal) and the ``thinkprobe trajectory`` options read them from here.
@@ -158,9 +191,6 @@ class SamplingConfig:
                 "stopping": self.stopping.as_dict() if self.stopping else None,
                 "stop": {k: list(v) for k, v in sorted(self.stop.items())}}
 
-    def digest(self) -> str:
-        return hashlib.sha256(json.dumps(self.as_dict(), sort_keys=True).encode()).hexdigest()[:16]
-
 
 @dataclass
 class TracePlan:
@@ -217,12 +247,19 @@ def _labels_for_stopping(entry: Mapping[str, Any], task: str | None, cfg: Sampli
 
 
 def sample_plans(engine, plans: Sequence[TracePlan], cfg: SamplingConfig, store: ContinuationStore,
-                 prefixes_per_call: int = 64, log: Callable[[str], None] | None = None) -> dict[str, Any]:
+                 prefixes_per_call: int = 64, log: Callable[[str], None] | None = None,
+                 labels: Callable[..., list] | None = None) -> dict[str, Any]:
     """Sample every missing continuation of ``plans`` through ``engine``, persisting each call in ``store``.
+
+    ``labels(entry, task, cfg, stop)`` labels a checkpoint's continuations for sequential stopping (needed
+    when ``cfg.stopping`` is set; :func:`sample_traces` passes the labeller): passed in, so that the labelling
+    code is part of the sampling code only where it decides how many continuations are sampled.
 
     Returns counters of this run: calls, prefixes sent, sampled tokens, prompt and cached tokens, seconds
     spent inside ``engine.generate``.
     """
+    if cfg.stopping is not None and labels is None:
+        raise ValueError("sequential stopping needs the labeller (labels=...): sample_traces passes it")
     log = log or (lambda msg: None)
     stats = {"calls": 0, "prefixes": 0, "sampled_tokens": 0, "prompt_tokens": 0, "cached_tokens": 0,
              "generate_seconds": 0.0, "checkpoints_reused": 0}
@@ -251,9 +288,9 @@ def sample_plans(engine, plans: Sequence[TracePlan], cfg: SamplingConfig, store:
                 if cfg.stopping is None:
                     more = n_target - have
                 else:
-                    labels = (_labels_for_stopping(entry, plan.trace.task, cfg, cfg.stop_for(plan.prompt_variant))
-                              if entry else [])
-                    more = cfg.stopping.next_n(labels, n_target)
+                    have_labels = (labels(entry, plan.trace.task, cfg, cfg.stop_for(plan.prompt_variant))
+                                   if entry else [])
+                    more = cfg.stopping.next_n(have_labels, n_target)
                 if more > 0:
                     todo.append((plan, cp.index, more))
         if not todo:
@@ -447,22 +484,41 @@ def sampling_provenance(engine, cfg: SamplingConfig, fingerprint: str | None = N
     return provenance(MODULES, cfg.as_dict(), [], engine={"backend": engine.backend, "model": engine.model,
                                                            "version": engine.version,
                                                            "max_model_len": engine.max_model_len},
-                      tokenizer_sha256=fingerprint)
+                      tokenizer_sha256=fingerprint, sampling_code_sha256=sampling_code_sha256(cfg.stopping is not None))
+
+
+def store_digest(cfg: SamplingConfig, engine, identity: Mapping[str, Any] | None = None) -> str:
+    """The continuation store's key for samples of ``cfg`` through ``engine`` (the folder name of a trace's
+    parts, with the trace's hash): the batch's ``identity`` (:func:`thinkprobe.protect.identity`: settings,
+    model, engine settings, sampling code) when the workflow gives it, else one built from ``cfg``, the
+    engine's backend and model and the sampling code; plus the context length the engine really has (an
+    endpoint's, unknown before it answers). Two decodings with the same settings share it: their
+    continuations are the same samples."""
+    from .. import protect
+
+    ident = dict(identity) if identity is not None else protect.identity(
+        cfg.as_dict(), {"name": engine.model, "backend": engine.backend},
+        sampling_code_sha256(cfg.stopping is not None))
+    blob = json.dumps([ident, getattr(engine, "max_model_len", None)], sort_keys=True, default=str)
+    return hashlib.sha256(blob.encode()).hexdigest()[:16]
 
 
 def sample_traces(engine, traces: Sequence[RealizedTrace], cfg: SamplingConfig, store_dir: str | os.PathLike,
-                  prefixes_per_call: int = 64, log: Callable[[str], None] | None = None
-                  ) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+                  prefixes_per_call: int = 64, log: Callable[[str], None] | None = None,
+                  identity: Mapping[str, Any] | None = None) -> tuple[list[dict[str, Any]], dict[str, Any]]:
     """Plan, sample (resuming from ``store_dir``) and assemble one continuation document per trace.
 
-    The store (:class:`ContinuationStore` rooted at ``store_dir``) is kept: it is the durable record of
-    every continuation sampled. Returns the documents, in the order of ``traces``, and the run counters.
+    The store (:class:`ContinuationStore` rooted at ``store_dir``, keyed by :func:`store_digest` of
+    ``identity``) is kept: it is the durable record of every continuation sampled. Returns the documents, in
+    the order of ``traces``, and the run counters.
     """
     tok = engine.tokenizer()
     fp = engine_tokenizer_id(engine)
     plans = [plan_trace(t, tok, cfg, engine.max_model_len, engine.model, fp) for t in traces]
-    store = ContinuationStore(store_dir, cfg.digest(), {t.key: t.content_hash() for t in traces})
-    stats = sample_plans(engine, plans, cfg, store, prefixes_per_call, log)
+    store = ContinuationStore(store_dir, store_digest(cfg, engine, identity),
+                              {t.key: t.content_hash() for t in traces})
+    stats = sample_plans(engine, plans, cfg, store, prefixes_per_call, log,
+                         labels=_labels_for_stopping if cfg.stopping is not None else None)
     entries = store.entries([p.trace.key for p in plans if not p.excluded])
     prov = sampling_provenance(engine, cfg, fp)
     return [continuation_document(p, entries, cfg, prov) for p in plans], {**stats, "store": str(store.root)}

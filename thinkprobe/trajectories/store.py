@@ -5,10 +5,11 @@ of every continuation sampled, so that a killed job rerun samples only what is m
 checkpoint is redone.
 
 Beside the parts, :class:`FinishedDocuments` keeps the assembled continuation document of every trace whose
-sampling finished, keyed by what decides it (the trace unit's bytes, the sampling settings and model
-identity of :func:`thinkprobe.protect.identity`, the question's task and gold, the decoding's name): a sampling job rerun whose
-traces are all finished (its batch file lost, or rebuilt after a change that does not touch them) assembles
-its output from them and never starts an engine (issue 19, item 7).
+sampling finished, keyed by what decides it (the trace unit's bytes; the batch identity of
+:func:`thinkprobe.protect.identity`: sampling settings, model, the engine settings that change what is
+sampled or cut, the sampling code's hash; the question's task and gold; the decoding's name): a sampling job
+rerun whose traces are all finished (its batch file lost, or rebuilt after a change that does not touch
+them) assembles its output from them and never starts an engine (issue 19, item 7).
 """
 
 from __future__ import annotations
@@ -24,8 +25,10 @@ from typing import Any, Mapping, Sequence
 class ContinuationStore:
     """Per-trace folders of part files; a call's continuations of one trace form one part, written atomically.
 
-    Layout: ``root/<model>/<question_set>/<question_id>/<run>/<config digest>-<trace hash>/part-*.json``
-    (the trace hash covers the prompt and completion token ids: a re-collected trace starts afresh). The store
+    Layout: ``root/<model>/<question_set>/<question_id>/<run>/<store digest>-<trace hash>/part-*.json``; the
+    store digest (:func:`thinkprobe.trajectories.sampling.store_digest`) keys the settings, model, engine
+    settings and sampling code, the trace hash the prompt and completion token ids (a re-collected trace
+    starts afresh). The store
     outlives the job: a killed job rerun, or a batch rebuilt with one more question, reads what is there
     and samples only what is missing. ``entries(keys)`` merges the parts of those traces into
     ``{(trace_key, checkpoint_index): entry}``, the continuations of one checkpoint concatenated in

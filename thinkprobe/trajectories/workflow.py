@@ -26,7 +26,7 @@ from ..units import unit_path
 from .checkpoints import RealizedTrace, TraceError, realized_from_unit
 from .labelling import label_document
 from .sampling import MODULES as SAMPLING_MODULES
-from .sampling import SamplingConfig, decoded_sampling, decoding_applies, sample_traces
+from .sampling import SamplingConfig, decoded_sampling, decoding_applies, sample_traces, sampling_code_sha256
 from .store import FinishedDocuments
 
 # The code behind each rule, derived from what its function really uses (thinkprobe.codedeps): its
@@ -131,9 +131,12 @@ BATCH_PATTERN = r"b[0-9]+(-[A-Za-z0-9_]+)?"
 
 
 def batch_identity(traj: Mapping[str, Any], model_cfg: Mapping[str, Any]) -> dict[str, Any]:
-    """What decides a continuation batch: its sampling settings (``traj``: :meth:`TrajectoryPlan.sampling`)
-    and its model. The sampling job records it beside the batch; planning compares it before a rerun."""
-    return protect.identity(SamplingConfig.from_config(traj).as_dict(), model_cfg)
+    """What decides a continuation batch: its sampling settings (``traj``: :meth:`TrajectoryPlan.sampling`),
+    its model, the model's engine settings that change what is sampled and the sampling code's hash
+    (:func:`thinkprobe.protect.identity`). The sampling job records it beside the batch and keys the store
+    and the finished documents with it; planning compares it before a rerun."""
+    cfg = SamplingConfig.from_config(traj)
+    return protect.identity(cfg.as_dict(), model_cfg, sampling_code_sha256(cfg.stopping is not None))
 
 
 def batch_id(index: int, decoding: str = "default") -> str:
@@ -213,7 +216,7 @@ def sample_batch(trace_paths: Sequence[str], out_path: str, model_cfg: Mapping[s
                     finished.put(units[i], keys[i], docs[i])  # decided by the model's tokenizer
             if traces:
                 out, stats = sample_traces(engine, [t for _, t in traces], cfg, store,
-                                           int(traj.get("prefixes_per_call", 64)), log)
+                                           int(traj.get("prefixes_per_call", 64)), log, identity=ident)
                 for (i, _), d in zip(traces, out):
                     docs[i] = d
                     finished.put(units[i], keys[i], d)
@@ -222,7 +225,7 @@ def sample_batch(trace_paths: Sequence[str], out_path: str, model_cfg: Mapping[s
     stats.update(engine_seconds=engine_seconds, job_seconds=time.perf_counter() - t0, documents_reused=reused)
     write_json(out_path, {"documents": docs, "stats": stats,
                           "provenance": provenance(SAMPLING_MODULES, cfg.as_dict(), trace_paths,
-                                                   model=dict(model_cfg))})
+                                                   model=dict(model_cfg), sampling_code_sha256=ident["code_sha256"])})
     protect.record(out_path, ident)  # checked before a rerun overwrites it
     return stats
 
