@@ -516,7 +516,7 @@ def sample_traces(engine, traces: Sequence[RealizedTrace], cfg: SamplingConfig, 
     fp = engine_tokenizer_id(engine)
     plans = [plan_trace(t, tok, cfg, engine.max_model_len, engine.model, fp) for t in traces]
     store = ContinuationStore(store_dir, store_digest(cfg, engine, identity),
-                              {t.key: t.content_hash() for t in traces})
+                              {t.key: t.content_hash() for t in traces}, log=log)
     stats = sample_plans(engine, plans, cfg, store, prefixes_per_call, log,
                          labels=_labels_for_stopping if cfg.stopping is not None else None)
     entries = store.entries([p.trace.key for p in plans if not p.excluded])
