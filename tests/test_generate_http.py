@@ -197,3 +197,81 @@ def test_collect_through_the_endpoint_records_no_reasoning_and_no_key(proxy, mon
             assert "reasoning" not in doc or doc["reasoning"] is None
     for f in tmp_path.rglob("*.json"):
         assert KEY not in f.read_text()
+
+
+def _think_tokenizer(folder) -> str:
+    """A local copy of SmolLM2's tokenizer in which its end-of-turn token (id 2, which the model ends every reply
+    with) is spelled ``</think>``: a one-token ``</think>`` that the model really emits, while the server,
+    which keeps the real tokenizer, never writes it into the text (what a served reasoning model does when
+    the server drops special tokens or parses the reasoning out). Only the ids show where it closes."""
+    from thinkprobe.generate.models import local_model_folder
+
+    src = local_model_folder("smollm2")
+    folder.mkdir()
+    for f in src.iterdir():
+        if f.name not in ("tokenizer.json", "tokenizer_config.json"):
+            (folder / f.name).symlink_to(f)
+    tok = json.loads((src / "tokenizer.json").read_text())
+    (entry,) = [t for t in tok["added_tokens"] if t["id"] == 2]
+    entry["content"] = "</think>"
+    tok["model"]["vocab"]["</think>"] = tok["model"]["vocab"].pop("<|im_end|>")
+    (folder / "tokenizer.json").write_text(json.dumps(tok))
+    cfg = json.loads((src / "tokenizer_config.json").read_text())
+    cfg.update(eos_token="</think>", pad_token="</think>")
+    (folder / "tokenizer_config.json").write_text(json.dumps(cfg))
+    return str(folder)
+
+
+def test_think_end_token_counts_and_stop_reasons_come_from_the_server(server, tmp_path):
+    """Issue 25, item 4, through vLLM's real OpenAI server: the HTTP backend asks a vLLM server for token ids
+    (``return_token_ids: auto``), so a continuation's ``</think>`` is decided from its ids, its token count
+    is real and a stop string is recorded as one. Without ids the text decides (and here cannot see the
+    token), never a silent 'not closed' from an empty id list."""
+    from thinkprobe.generate.models import local_model_folder
+    from thinkprobe.trajectories.checkpoints import RealizedTrace, think_close_id
+    from thinkprobe.trajectories.sampling import SamplingConfig, sample_traces
+    from transformers import AutoTokenizer
+
+    think_tok = _think_tokenizer(tmp_path / "tok")
+    cfg = {"name": "smollm2", "backend": "openai", "base_url": server, "served_model": "smollm2",
+           "tokenizer": think_tok, "timeout_s": 120.0, "max_retries": 1, "backoff_s": 0.05}
+    engine = open_engine(cfg)  # return_token_ids: auto (the default); the listing says vLLM
+    assert engine.return_token_ids and think_close_id(engine.tokenizer()) == 2
+    real = AutoTokenizer.from_pretrained(str(local_model_folder("smollm2")))
+    prompt = real.encode(real.apply_chat_template([{"role": "user", "content": "Say hello in five words."}],
+                                                  add_generation_prompt=True, tokenize=False), add_special_tokens=False)
+    gen = engine.generate([prompt], [SamplingSpec(n=1, max_tokens=48, seed=3, temperature=0.7)])[0]
+    assert gen.error is None, gen.error
+    comp = gen.completions[0]
+    assert comp.has_token_ids and comp.finish_reason == "stop" and comp.token_ids[-1] == 2, comp
+    assert comp.token_count == len(comp.token_ids) == gen.info["completion_tokens"]  # the server's own count
+    assert "</think>" not in comp.text and "<|im_end|>" not in comp.text  # the text never shows the end
+
+    # a stop string the model is about to write: recorded as the stop string (vLLM's stop_reason), not eos
+    word = real.decode(comp.token_ids[2:4]).strip()
+    stopped = engine.generate([prompt], [SamplingSpec(n=1, max_tokens=48, seed=3, temperature=0.7,
+                                                      stop=(word,))])[0].completions[0]
+    assert stopped.finish_reason == "stop" and stopped.stop_reason == word and word not in stopped.text
+
+    # continuation sampling over the realized trace: every continuation that ended on its own closed its
+    # "reasoning" with the `</think>` token, decided from the ids; counts are the ids' own
+    trace = RealizedTrace("smollm2", "gsm8k", "hello", "1", tuple(prompt), tuple(comp.token_ids), None, None,
+                          "gsm8k", "5")
+    sampling = SamplingConfig(n=2, stride=4, max_tokens=24, seed=5)
+    docs, stats = sample_traces(engine, [trace], sampling, tmp_path / "ids")
+    conts = [c for cp in docs[0]["checkpoints"] for c in cp["continuations"]]
+    assert conts and all(c["think_from"] == "ids" and "n_tokens_from" not in c for c in conts)
+    assert all(c["think_closed"] == (c["stop"] == "eos") for c in conts)
+    assert any(c["think_closed"] for c in conts) and all(0 < c["n_tokens"] <= 24 for c in conts)
+    assert stats["sampled_tokens"] == sum(c["n_tokens"] for c in conts)
+
+    # the same server, ids not asked for: the text decides (think_from text), and here cannot see the end;
+    # counts come from the server (n = 1) or from the local tokenizer's count of the text (n > 1)
+    no_ids = open_engine({**cfg, "return_token_ids": False})
+    assert not no_ids.return_token_ids
+    docs, _ = sample_traces(no_ids, [trace], sampling, tmp_path / "text")
+    conts = [c for cp in docs[0]["checkpoints"] for c in cp["continuations"]]
+    assert conts and all(c["think_from"] == "text" and not c["think_closed"] for c in conts)
+    assert all(c["n_tokens_from"] == "text" and c["n_tokens"] == len(real.encode(c["text"], add_special_tokens=False))
+               for c in conts)
+    assert sum(c["n_tokens"] for c in conts) > 0

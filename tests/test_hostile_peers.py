@@ -11,6 +11,7 @@ import json
 import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 
 import pytest
 
@@ -213,7 +214,7 @@ def _plans(cfg):
 
 
 def test_an_endpoint_outage_is_retried_by_the_next_run_and_a_refusal_is_stored(peers, monkeypatch, tmp_path):
-    from thinkprobe.trajectories.sampling import ContinuationStore, SamplingConfig, sample_plans
+    from thinkprobe.trajectories.sampling import ContinuationStore, SamplingConfig, sample_plans, store_digest
 
     p = peers()
     state = {"down": True}
@@ -230,8 +231,8 @@ def test_an_endpoint_outage_is_retried_by_the_next_run_and_a_refusal_is_stored(p
     traces, plans = _plans(cfg)
     n_cp = [len(pl.checkpoints) for pl in plans]
     assert all(n > 1 for n in n_cp) and not any(pl.excluded for pl in plans)
-    store = ContinuationStore(tmp_path / "store", cfg.digest(), {t.key: t.content_hash() for t in traces})
     engine = engine_for(p.url, monkeypatch, max_retries=1)
+    store = ContinuationStore(tmp_path / "store", store_digest(cfg, engine), {t.key: t.content_hash() for t in traces})
     with pytest.raises(TransientFailures, match=f"{n_cp[0]} of {sum(n_cp)} checkpoints") as err:
         sample_plans(engine, plans, cfg, store)
     assert "down for maintenance" in str(err.value)
@@ -292,3 +293,101 @@ def test_a_malformed_reply_costs_one_unit_of_a_collect_chunk_not_the_chunk(peers
     assert {k: open(k, "rb").read() for k in before} == before
     for f in tmp_path.rglob("*.json"):
         assert KEY not in f.read_text()
+
+
+# ---------------------------------------------------------------- replies over the limits (issue 28, item 4)
+
+HUGE = 400 * 2**20  # a 400 MB reply: the endpoint streams it, the client must stop reading at its cap
+
+CLIENT = r"""
+import json, re, sys
+from thinkprobe.generate.engine import SamplingSpec, open_engine
+engine = open_engine({"name": "m", "backend": "openai", "base_url": sys.argv[1], "served_model": "m",
+                      "timeout_s": 60.0, "max_retries": 1, "backoff_s": 0.01})
+gens = engine.generate([[1, 2], [3, 4]], [SamplingSpec(max_tokens=4)] * 2)
+print(json.dumps({"errors": [g.error for g in gens], "transient": [g.info.get("transient") for g in gens],
+                  "texts": [g.completions[0].text if g.completions else None for g in gens],
+                  "peak_rss_mb": int(re.search(r"VmHWM:\s+(\d+)", open("/proc/self/status").read())[1]) / 1024}))
+"""
+
+
+def _stream_huge(declare_length: bool):
+    """A POST answer: the prompt [1, 2] gets a 400 MB JSON reply, streamed in 1 MB pieces (with its length
+    declared, or chunked without one); any other prompt a normal completion. Returns the bytes it sent."""
+    sent = {"bytes": 0}
+
+    def answer(h, body):
+        if body["prompt"] != [1, 2]:
+            return h.send(200, completion("The answer is 7."))
+        head = b'{"choices": [{"index": 0, "finish_reason": "stop", "text": "'
+        piece = b"The answer is 7. " * (2**20 // 17)
+        h.send_response(200)
+        h.send_header("Content-Type", "application/json")
+        if declare_length:
+            h.send_header("Content-Length", str(HUGE))
+        else:
+            h.send_header("Transfer-Encoding", "chunked")
+        h.end_headers()
+        try:
+            for data in [head] + [piece] * (HUGE // len(piece)):
+                h.wfile.write(data if declare_length else b"%x\r\n%s\r\n" % (len(data), data))
+                sent["bytes"] += len(data)
+        except OSError:  # the client hung up at its cap
+            pass
+
+    return answer, sent
+
+
+@pytest.mark.parametrize("declare_length", [False, True])
+def test_a_400_mb_reply_is_cut_at_the_cap_with_bounded_memory(peers, declare_length):
+    """Before: the whole reply was read (400 MB: 824 MB resident). Now the client reads at most
+    max_reply_bytes (default 64 MiB) of it, or none when the length is declared, and that prompt alone fails;
+    the client runs in its own process, so its peak resident memory is its own (Linux: /proc VmHWM)."""
+    import os
+    import subprocess
+    import sys
+
+    from thinkprobe.generate.defaults import HTTP_DEFAULTS
+
+    p = peers()
+    p.post, sent = _stream_huge(declare_length)
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
+    out = subprocess.run([sys.executable, "-c", CLIENT, p.url], capture_output=True, text=True, timeout=300,
+                         env=env, check=True)
+    res = json.loads(out.stdout.strip().splitlines()[-1])
+    cap = HTTP_DEFAULTS["max_reply_bytes"]
+    assert res["errors"][0] and "reply over a limit" in res["errors"][0] and res["transient"][0]
+    assert (f"announced a reply of {HUGE} bytes" if declare_length else
+            f"exceeds max_reply_bytes = {cap}") in res["errors"][0]
+    assert res["errors"][1] is None and res["texts"][1] == "The answer is 7."  # the other prompt is unharmed
+    assert sum(1 for m, _, _ in p.requests if m == "POST") == 2  # not retried: the same request, the same reply
+    # peak resident memory of the client process (VmHWM: its own, not its parent's at fork), bounded by the cap
+    assert res["peak_rss_mb"] < 64 + 3 * cap / 2**20, res
+    assert sent["bytes"] < HUGE / 2  # the client stopped reading; the peer could not send it all
+
+
+def test_a_deeply_nested_reply_is_a_clear_error_not_a_recursion_error(peers, monkeypatch):
+    deep = "[" * 100_000 + "]" * 100_000
+    p = peers()
+    p.get = lambda h: h.send(200, '{"object": "list", "data": ' + deep + "}")
+    with pytest.raises(EngineError, match="GET /models with a reply over a limit: its JSON is nested deeper than "
+                                          "max_json_depth = 64 levels"):
+        engine_for(p.url, monkeypatch)
+    unclosed = peers()
+    unclosed.get = lambda h: h.send(200, '{"data": ' + "[" * 100_000)  # never reaches the parser's recursion
+    with pytest.raises(EngineError, match="last: ValueError: unbalanced brackets: not JSON"):
+        engine_for(unclosed.url, monkeypatch)
+    # a completion: that prompt's error; a reply with too many objects too; the others go on
+    q = peers()
+    replies = {1: '{"choices": [{"index": 0, "text": "x", "finish_reason": "stop", "extra": ' + deep + "}]}",
+               2: '{"choices": [{"index": 0, "text": "x", "finish_reason": "stop", "extra": ['
+                  + ",".join(["{}"] * 200_000) + "]}]}"}
+    q.post = lambda h, body: h.send(200, replies.get(body["prompt"][0], completion("The answer is 7.")))
+    engine = engine_for(q.url, monkeypatch, max_retries=0)
+    gens = engine.generate([[1], [2], [3]], [SamplingSpec(max_tokens=4)] * 3)
+    assert "nested deeper than max_json_depth = 64" in gens[0].error and gens[0].info["transient"]
+    assert "holds 200004 objects and arrays, more than max_json_containers = 100000" in gens[1].error
+    assert gens[2].error is None and gens[2].completions[0].text == "The answer is 7."
+    # the limits are the model's to set: a deeper limit lets the same reply through to the shape check
+    roomy = engine_for(q.url, monkeypatch, max_retries=0, max_json_containers=300_000)
+    assert roomy.generate([[2]], [SamplingSpec(max_tokens=4)])[0].error is None

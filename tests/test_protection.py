@@ -16,7 +16,7 @@ import yaml
 from thinkprobe import protect
 from thinkprobe.config import load_schema, validate_config
 from thinkprobe.trajectories.sampling import SamplingConfig
-from thinkprobe.trajectories.workflow import TrajectoryPlan
+from thinkprobe.trajectories.workflow import TrajectoryPlan, batch_identity
 
 from .workflow_helpers import REPO, default_config, job_counts, make_workdir, snakemake
 
@@ -31,10 +31,12 @@ def _plant_batch(wd, cfg: dict, sidecar: bool) -> bytes:
     model = plan.models["smollm2"]
     path = wd / BATCH
     path.parent.mkdir(parents=True, exist_ok=True)
+    ident = batch_identity(plan.sampling(), model)
     path.write_text(json.dumps({"documents": [], "stats": {},
-                                "provenance": {"params": sampling, "model": model}}))
+                                "provenance": {"params": sampling, "model": model,
+                                               "sampling_code_sha256": ident["code_sha256"]}}))
     if sidecar:
-        protect.record(path, protect.identity(sampling, model))
+        protect.record(path, ident)
     os.chmod(path, 0o444)
     return path.read_bytes()
 
@@ -121,11 +123,10 @@ def test_a_decoding_batch_is_compared_with_its_own_decoding(tmp_path):
     wd = make_workdir(tmp_path / "wd", cfg)
     full = validate_config(copy.deepcopy(cfg), load_schema(REPO / "config" / "schema.yaml"))
     plan = TrajectoryPlan(full, base=wd)
-    sampling = SamplingConfig.from_config(plan.sampling("b0000-t02")).as_dict()
     path = wd / BATCH.replace("b0000", "b0000-t02")
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps({"documents": [], "stats": {}}))
-    protect.record(path, protect.identity(sampling, plan.models["smollm2"]))
+    protect.record(path, batch_identity(plan.sampling("b0000-t02"), plan.models["smollm2"]))
     same = snakemake(wd, "-n", "trajectories", check=False)
     assert same.returncode == 0 and "refusing" not in same.stdout + same.stderr
     cfg["trajectories"]["decodings"]["t02"]["temperature"] = 0.3

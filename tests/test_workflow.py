@@ -238,3 +238,32 @@ def test_real_corpus_traces_end_to_end(tmp_path):
     prof = pd.read_parquet(wd / "results/tables/profiles.parquet")
     assert set(prof.loc[prof.level == "model", "model"]) == {"deepseek-r1-distill-qwen-1.5b",
                                                              "deepseek-r1-distill-llama-8b"}
+
+
+def test_an_altered_unit_file_is_never_used_and_the_next_run_recomputes_it(ran, tmp_path):
+    """Issue 28, item 1: a graph file altered after the run, still valid JSON (its nodes' classes rewritten).
+    The next run's metrics job does not use it: that unit is excluded for the run, with a warning naming the
+    file, which is marked out of date (the trace pages of the same run still find it). The run after
+    recomputes the graph from its intact inputs, and every table equals the original run's."""
+    import shutil
+
+    wd = tmp_path / "wd"
+    shutil.copytree(ran, wd, symlinks=True)
+    graph = next(p for p in sorted((wd / "results/graphs").rglob("*.json"))
+                 if json.loads(p.read_text())["status"] == "ok")
+    doc = json.loads(graph.read_text())
+    for node in doc["graph"]["nodes"]:
+        node["type"] = "SYN"
+    graph.write_text(json.dumps(doc))
+    unit = "/".join(graph.with_suffix("").parts[-4:])
+    snakemake(wd)
+    excluded = pd.read_parquet(wd / "results/tables/exclusions.parquet").set_index("trace_id")
+    assert "altered after it was written" in excluded.loc[unit, "reason"]
+    log = (wd / "results/logs/metrics" / graph.parts[-3] / f"{graph.parts[-2]}.log").read_text()
+    assert f"WARNING: results/graphs/{unit}.json: its content does not match its digest" in log
+    assert graph.stat().st_mtime < 10
+    snakemake(wd)
+    for table in ("metrics", "exclusions", "profiles"):
+        pd.testing.assert_frame_equal(pd.read_parquet(wd / f"results/tables/{table}.parquet"),
+                                      pd.read_parquet(ran / f"results/tables/{table}.parquet"))
+    assert graph.read_bytes() == (ran / graph.relative_to(wd)).read_bytes()

@@ -5,16 +5,20 @@ can write every file, so as root (CI, containers, many clusters) a changed sampl
 re-sampled and replaced a continuation batch. The workflow therefore checks, at planning time and before any
 job starts, every continuation batch that exists against the settings that would produce it now:
 
-* each batch records its **identity** (the sampling configuration's digest and the model it was sampled
-  from) in a small sidecar beside it (``.{batch}.identity.json``, written by the sampling job; older batches
-  are read for the same fields);
+* each batch records its **identity** (:func:`identity`: the sampling configuration's digest, the model it
+  was sampled from, the engine settings that change which continuations are sampled or cut, and the hash
+  of the sampling code) in a small sidecar beside it (``.{batch}.identity.json``, written by the sampling
+  job; older batches are read for the same fields);
 * a batch whose identity differs from the current config would be re-sampled: planning stops with a message
   naming every such file and the two explicit ways to regenerate them (delete the named files, or run once
   with ``--config overwrite_protected=True``). The continuation store keeps the old samples either way (it is
   keyed by the sampling digest).
 
-Changes that re-sample nothing (an added question, an engine tuning knob, edited code) pass: the rerun takes
-every stored continuation from the store. Collection stores are protected by the collection job itself (a
+Changes that re-sample nothing (an added question, an engine performance knob, resources, code outside
+the sampling code) pass: the rerun takes every stored continuation from the store. The same identity keys
+the continuation store's parts (:func:`thinkprobe.trajectories.sampling.store_digest`) and the finished
+documents (:class:`thinkprobe.trajectories.store.FinishedDocuments`), so what protection lets through
+never reuses a sample taken under other settings. Collection stores are protected by the collection job itself (a
 stored unit is never rewritten; a unit stored with other settings stops the job: ``StaleUnits``); collected
 trace files are re-derived from the store, so they hold the same reasoning whoever rewrites them.
 """
@@ -30,12 +34,46 @@ from typing import Any, Mapping
 # what names the weights and tokenizer (a hub model: its id and pinned revision); tuning knobs are not here
 MODEL_KEYS = ("backend", "path", "hub_id", "revision", "served_model", "base_url", "tokenizer")
 
+# Engine settings that change which continuations are sampled, cut or recorded (issue 25, item 5): the context
+# length decides which continuations the context cuts (and which prefixes fit at all), the dtype changes the
+# numbers every sample is drawn from, and an endpoint's token ids decide how the reasoning end is read. Not
+# here: performance knobs (block size, batch sizes, prefix caching, memory, eager mode), resources and the
+# engine's own seed (every request carries its own, from sampling.seed); none changes what a request asks for.
+ENGINE_KEYS = {"vllm": ("max_model_len", "dtype"), "openai": ("max_model_len", "return_token_ids")}
 
-def identity(sampling: Mapping[str, Any], model_cfg: Mapping[str, Any]) -> dict[str, Any]:
-    """What decides a batch's continuations: the sampling digest and the model's identity (not tuning knobs)."""
+# what each part of an identity is called in messages
+PARTS = {"sampling_sha256": "the sampling settings", "model": "the model", "engine": "the engine settings",
+         "code_sha256": "the sampling code"}
+
+
+def engine_settings(model_cfg: Mapping[str, Any]) -> dict[str, Any]:
+    """The :data:`ENGINE_KEYS` of a model's config, defaults filled in from their one home
+    (:mod:`thinkprobe.generate.defaults`), so stating a default and leaving it out are the same setting.
+
+    >>> engine_settings({"backend": "vllm", "engine": {"max_model_len": 4096, "block_size": 16}})
+    {'max_model_len': 4096, 'dtype': 'auto'}
+    """
+    from .generate.defaults import HTTP_DEFAULTS, VLLM_ENGINE_DEFAULTS
+
+    backend = model_cfg.get("backend")
+    if backend == "vllm":
+        values = {**VLLM_ENGINE_DEFAULTS, **dict(model_cfg.get("engine") or {})}
+    elif backend == "openai":
+        values = {**HTTP_DEFAULTS, **dict(model_cfg)}
+    else:
+        return {}
+    return {k: values.get(k) for k in ENGINE_KEYS[backend]}
+
+
+def identity(sampling: Mapping[str, Any], model_cfg: Mapping[str, Any],
+             code_sha256: str | None = None) -> dict[str, Any]:
+    """What decides a batch's continuations: the sampling digest, the model's identity, the engine settings
+    that change what is sampled (:data:`ENGINE_KEYS`) and the hash of the sampling code
+    (:func:`thinkprobe.trajectories.sampling.sampling_code_sha256`); not performance knobs or resources."""
     blob = json.dumps(dict(sampling), sort_keys=True, default=str).encode()
     return {"sampling_sha256": hashlib.sha256(blob).hexdigest(),
-            "model": {k: model_cfg.get(k) for k in ("name", *MODEL_KEYS) if model_cfg.get(k) is not None}}
+            "model": {k: model_cfg.get(k) for k in ("name", *MODEL_KEYS) if model_cfg.get(k) is not None},
+            "engine": engine_settings(model_cfg), "code_sha256": code_sha256}
 
 
 def sidecar(path: str | os.PathLike) -> Path:
@@ -60,7 +98,8 @@ def recorded(path: str | os.PathLike) -> dict[str, Any] | None:
     try:
         with open(path, encoding="utf-8") as fh:
             prov = json.load(fh).get("provenance") or {}
-        return identity(prov.get("params") or {}, prov.get("model") or {})
+        found = identity(prov.get("params") or {}, prov.get("model") or {}, prov.get("sampling_code_sha256"))
+        return found if "sampling_code_sha256" in prov else {**found, "engine": None}  # older: not recorded
     except (OSError, ValueError, AttributeError):
         return None  # unreadable: Snakemake's own rules decide (an incomplete file is rerun anyway)
 
@@ -74,10 +113,11 @@ def changed(expected: Mapping[str, Mapping[str, Any]]) -> list[tuple[str, str]]:
         have = recorded(path)
         if have is None:
             continue
-        what = [k for k in ("sampling_sha256", "model") if have.get(k) != want.get(k)]
+        what = [k for k in PARTS if have.get(k) != want.get(k)]
         if what:
-            out.append((str(path), " and ".join("the sampling settings" if k == "sampling_sha256" else "the model"
-                                                for k in what)))
+            unrecorded = any(have.get(k) is None for k in what)
+            note = ", which the batch does not record (an older thinkprobe wrote it)," if unrecorded else ""
+            out.append((str(path), " and ".join(PARTS[k] for k in what) + note))
     return out
 
 

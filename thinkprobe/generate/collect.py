@@ -327,7 +327,10 @@ def trace_unit_doc(unit: Mapping[str, str], store_file: str | os.PathLike | None
 
 
 def write_trace_unit(unit: Mapping[str, str], manifests: Sequence[str], out: str | os.PathLike) -> None:
-    """Write a unit's trace file from its collection job's manifest (or ``missing`` when not collected)."""
+    """Write a unit's trace file from its collection job's manifest (or ``missing`` when not collected),
+    sealed like every unit file (:func:`thinkprobe.stages.unitfiles.write_unit`)."""
+    from ..stages.unitfiles import write_unit
+
     upath = UnitKey(**{k: unit[k] for k in ("model", "question_set", "question_id", "run")}).path
     store_file = None
     if manifests:
@@ -337,5 +340,5 @@ def write_trace_unit(unit: Mapping[str, str], manifests: Sequence[str], out: str
             raise FileNotFoundError(f"unit {upath}: not in the store of {manifests[0]} (its collection job did "
                                     "not store it; rerun the workflow to generate it)")
         store_file = entry["store"]
-    write_json(out, trace_unit_doc({k: unit[k] for k in ("model", "question_set", "question_id", "run")},
+    write_unit(out, trace_unit_doc({k: unit[k] for k in ("model", "question_set", "question_id", "run")},
                                    store_file))

@@ -15,9 +15,12 @@ MODEL_DEFAULTS: dict[str, Any] = {"reasoning": "native", "prompt_variant": "nati
                                   "system_prompt": "", "device": "gpu", "gpu_model": "", "mem_mb": 16000,
                                   "threads": 2, "runtime": 240}
 
-# The OpenAI-compatible HTTP backend (generate/http_engine.py): keys of the model's entry.
+# The OpenAI-compatible HTTP backend (generate/http_engine.py): keys of the model's entry. The reply limits
+# bound what one request in flight can hold: a reply of n = 16 continuations of 128k tokens each, token ids
+# included, is about 22 MB of JSON; a vLLM reply nests 5 levels and holds a few objects per continuation.
 HTTP_DEFAULTS: dict[str, Any] = {"concurrency": 8, "timeout_s": 600.0, "max_retries": 5, "backoff_s": 1.0,
-                                 "return_token_ids": False}
+                                 "return_token_ids": "auto", "max_reply_bytes": 64 * 2**20, "max_json_depth": 64,
+                                 "max_json_containers": 100_000}
 
 # vLLM's engine, known to work on CPU and GPU alike; every key can be overridden in the model's `engine:`.
 # No `max_model_len`: vLLM then uses the model's own context length (its config.json); a demo on a small

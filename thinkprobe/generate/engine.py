@@ -62,6 +62,11 @@ class Completion:
     context reached) or ``"error"``. ``reasoning`` is set by the HTTP backend when the server separated the
     reasoning (``reasoning_content``/``reasoning``) from the answer; the offline engine leaves it ``None``
     and returns the raw text, from which :mod:`thinkprobe.generate.reasoning` separates them.
+
+    ``has_token_ids`` is False when the backend got no token ids for it (an endpoint that does not return
+    them): ``token_ids`` is then empty, and ``n_tokens`` holds the count the server reported (its ``usage``,
+    for a single completion), or None when it is unknown. Whoever reads the reasoning end must then read it
+    from the text (:mod:`thinkprobe.trajectories.sampling`).
     """
 
     text: str
@@ -69,6 +74,13 @@ class Completion:
     finish_reason: str
     reasoning: str | None = None
     stop_reason: str | int | None = None  # the stop string (str) or stop token id that ended it, when known
+    has_token_ids: bool = True
+    n_tokens: int | None = None  # without token ids: the server's count, when it gives one
+
+    @property
+    def token_count(self) -> int | None:
+        """Tokens generated: from the ids when they came back, else the server's count (None: unknown)."""
+        return len(self.token_ids) if self.has_token_ids else self.n_tokens
 
 
 @dataclass

@@ -15,7 +15,25 @@ Faults and how they end
       ``error`` says so, with the server's message; not retried;
     * a reply that is not the expected shape (not JSON, not an object, ``choices`` not a list of objects,
       a non-string text): that prompt's ``error`` (transient: a fault of the endpoint), never an exception
-      that costs the other prompts of the call.
+      that costs the other prompts of the call;
+    * a reply larger than ``max_reply_bytes``, nested deeper than ``max_json_depth`` or holding more than
+      ``max_json_containers`` objects and arrays: that prompt's ``error`` (transient, not retried within the
+      call), naming the limit. The body is read in pieces and reading stops at the limit (a declared
+      ``Content-Length`` over it is refused before reading), and depth and size are checked on the bytes
+      before anything is parsed: a hostile or broken endpoint holds at most ``max_reply_bytes`` per request
+      in flight, never a reply's worth of Python objects. At open, ``GET /models`` over a limit is an
+      :class:`EngineError` naming it (never a bare ``RecursionError``).
+
+Token ids, stop reasons and counts
+    ``return_token_ids`` (``auto`` by default) asks the server for the completion's token ids: ``auto`` asks
+    a vLLM server (its ``/models`` listing says ``owned_by: vllm``) and no other, ``true`` always asks,
+    ``false`` never does. A vLLM server is also told ``skip_special_tokens: false`` when the caller keeps
+    special tokens (continuation sampling does), so its text holds what the offline engine's would. A choice that came back with ids has them in
+    ``Completion.token_ids``; one without has ``has_token_ids = False`` and the server's token count for a
+    single completion (``usage.completion_tokens``), else none, never a false 0. vLLM's ``stop_reason``
+    (the stop string, or the stop token id, that ended a completion) is passed on, so a stop string is told
+    from the end of sequence; a server that does not report it leaves it ``None`` (read as the end of
+    sequence).
 
 Deadline: ``timeout_s`` bounds each attempt as a whole (connect, send, headers and body), not each socket
 read: a watchdog shuts the socket down when the attempt's time is up, so a peer that dribbles bytes holds a
@@ -35,6 +53,7 @@ import http.client
 import json
 import os
 import random
+import re
 import socket
 import threading
 import time
@@ -46,6 +65,7 @@ from .defaults import HTTP_DEFAULTS
 from .engine import Completion, EngineError, Generation, SamplingSpec
 
 RETRY_STATUS = {408, 409, 429, 500, 502, 503, 504}
+_READ_PIECE = 1 << 20  # a reply's body is read in pieces of this size, up to max_reply_bytes
 
 
 class _Transient(Exception):
@@ -70,7 +90,12 @@ class HttpEngine:
         self.timeout_s = float(cfg["timeout_s"])
         self.max_retries = max(0, int(cfg["max_retries"]))
         self.backoff_s = float(cfg["backoff_s"])
-        self.return_token_ids = bool(cfg["return_token_ids"])
+        self.max_reply_bytes = int(cfg["max_reply_bytes"])
+        self.max_json_depth = int(cfg["max_json_depth"])
+        self.max_json_containers = int(cfg["max_json_containers"])
+        ask_ids = cfg["return_token_ids"]
+        if ask_ids not in (True, False, "auto"):
+            raise EngineError(f"model {self.model!r}: return_token_ids must be true, false or auto, not {ask_ids!r}")
         self._tokenizer_path = model_cfg.get("tokenizer")
         self._tok = None
         key_env = model_cfg.get("api_key_env")
@@ -83,6 +108,9 @@ class HttpEngine:
             self._headers["Authorization"] = f"Bearer {key}"
         info = self._open()
         self.version = f"openai-compatible {self.base_url} ({info.get('owned_by', 'unknown server')})"
+        # vLLM's request extensions (token ids, skip_special_tokens) go only to a server that takes them
+        self.vllm_server = info.get("owned_by") == "vllm"
+        self.return_token_ids = ask_ids is True or (ask_ids == "auto" and self.vllm_server)
         self.max_model_len = int(model_cfg.get("max_model_len") or info.get("max_model_len") or 0)
 
     def __repr__(self) -> str:  # never shows the headers (the API key)
@@ -96,6 +124,9 @@ class HttpEngine:
                               f"{self.max_retries + 1} attempts: {exc}") from exc
         except _Refused as exc:
             raise EngineError(f"model {self.model!r}: endpoint {self.base_url} refused GET /models: {exc}") from exc
+        except _OverLimit as exc:
+            raise EngineError(f"model {self.model!r}: endpoint {self.base_url} answered GET /models with a reply "
+                              f"over a limit: {exc}") from exc
         models = listing.get("data") if isinstance(listing, dict) else None
         if not isinstance(models, list):
             raise EngineError(f"model {self.model!r}: endpoint {self.base_url} answered GET /models with a reply "
@@ -128,7 +159,7 @@ class HttpEngine:
             try:
                 status, headers, payload = self._attempt(method, self.base_url + path, data)
                 if status < 300:
-                    return json.loads(payload.decode("utf-8"))
+                    return self._parse(payload)
                 detail = _error_message(payload, headers.get("Reason", ""))
                 if status not in RETRY_STATUS:
                     raise _Refused(f"HTTP {status}: {detail}")
@@ -138,6 +169,8 @@ class HttpEngine:
                     wait = min(60.0, float(retry_after))
             except _CrossOrigin as exc:
                 raise _Transient(str(exc)) from None
+            except _OverLimit:
+                raise  # the same request would bring the same reply: not retried within the call
             except (http.client.HTTPException, TimeoutError, ConnectionError, OSError, ValueError) as exc:
                 last = f"{type(exc).__name__}: {exc}"
             if attempt < self.max_retries:
@@ -149,7 +182,8 @@ class HttpEngine:
         deadline = time.monotonic() + self.timeout_s
         origin = _origin(self.base_url)
         for _ in range(6):
-            status, headers, payload = _fetch(method, url, data, self._headers, deadline, self.timeout_s)
+            status, headers, payload = _fetch(method, url, data, self._headers, deadline, self.timeout_s,
+                                              self.max_reply_bytes)
             if status not in (301, 302, 303, 307, 308) or "Location" not in headers:
                 return status, headers, payload
             target = urllib.parse.urljoin(url, headers["Location"])
@@ -172,6 +206,8 @@ class HttpEngine:
             body["stop"] = list(spec.stop)
         if self.return_token_ids:
             body["return_token_ids"] = True
+        if self.vllm_server and not spec.skip_special_tokens:
+            body["skip_special_tokens"] = False  # vLLM's extension: the text keeps special tokens
         if isinstance(prompt, str):
             path = "/chat/completions"
             body["messages"] = [{"role": "user", "content": prompt}]
@@ -185,6 +221,9 @@ class HttpEngine:
             return Generation([], 0, None, time.perf_counter() - started, error=str(exc), info={"transient": True})
         except _Refused as exc:
             return Generation([], 0, None, time.perf_counter() - started, error=f"request refused: {exc}")
+        except _OverLimit as exc:
+            return Generation([], 0, None, time.perf_counter() - started, error=f"reply over a limit: {exc}",
+                              info={"transient": True})
         seconds = time.perf_counter() - started
         try:
             return _generation(resp, seconds)
@@ -207,12 +246,26 @@ class HttpEngine:
             return Generation([], 0, None, time.perf_counter() - started,
                               error=f"request failed: {type(exc).__name__}: {exc}", info={"transient": True})
 
+    def _parse(self, payload: bytes) -> Any:
+        """A reply's JSON, after its depth and size were checked on the bytes (:func:`json_shape`)."""
+        depth, containers = json_shape(payload, self.max_json_depth)
+        if depth > self.max_json_depth:
+            raise _OverLimit(f"its JSON is nested deeper than max_json_depth = {self.max_json_depth} levels")
+        if containers > self.max_json_containers:
+            raise _OverLimit(f"its JSON holds {containers} objects and arrays, more than max_json_containers = "
+                             f"{self.max_json_containers}")
+        return json.loads(payload.decode("utf-8"))
+
     def close(self) -> None:
         self._headers = {}
 
 
 class _Refused(Exception):
     pass
+
+
+class _OverLimit(Exception):
+    """A reply over ``max_reply_bytes``, ``max_json_depth`` or ``max_json_containers`` (the message names it)."""
 
 
 class _CrossOrigin(Exception):
@@ -230,8 +283,9 @@ def _origin(url: str) -> tuple[str, str, int | None]:
 
 
 def _fetch(method: str, url: str, data: bytes | None, headers: Mapping[str, str], deadline: float,
-           timeout_s: float) -> tuple[int, dict[str, str], bytes]:
-    """One HTTP exchange that ends by ``deadline`` (time.monotonic): a watchdog shuts the socket down then."""
+           timeout_s: float, max_bytes: int) -> tuple[int, dict[str, str], bytes]:
+    """One HTTP exchange that ends by ``deadline`` (time.monotonic): a watchdog shuts the socket down then.
+    At most ``max_bytes`` of the body are read; a longer one raises :class:`_OverLimit`."""
     parts = urllib.parse.urlsplit(url)
     if parts.scheme not in ("http", "https"):
         raise ConnectionError(f"unsupported URL scheme in {url!r}")
@@ -258,7 +312,7 @@ def _fetch(method: str, url: str, data: bytes | None, headers: Mapping[str, str]
         target = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
         conn.request(method, target, body=data, headers=dict(headers))
         resp = conn.getresponse()
-        payload = resp.read()
+        payload = _read_capped(resp, max_bytes)
         if expired.is_set():
             raise TimeoutError(f"the request's deadline of {timeout_s:g} s passed")
         out = {k.title(): v for k, v in resp.getheaders()}
@@ -271,6 +325,59 @@ def _fetch(method: str, url: str, data: bytes | None, headers: Mapping[str, str]
     finally:
         watchdog.cancel()
         conn.close()
+
+
+def _read_capped(resp: http.client.HTTPResponse, max_bytes: int) -> bytes:
+    """The body, read in pieces; :class:`_OverLimit` as soon as it exceeds ``max_bytes`` (the rest unread)."""
+    declared = resp.getheader("Content-Length")
+    if declared and declared.strip().isdigit() and int(declared) > max_bytes:
+        raise _OverLimit(f"the endpoint announced a reply of {int(declared)} bytes, more than max_reply_bytes = "
+                         f"{max_bytes}")
+    pieces, size = [], 0
+    while True:
+        piece = resp.read(min(_READ_PIECE, max_bytes + 1 - size))
+        if not piece:
+            return b"".join(pieces)
+        pieces.append(piece)
+        size += len(piece)
+        if size > max_bytes:
+            raise _OverLimit(f"the reply exceeds max_reply_bytes = {max_bytes} bytes (reading stopped there)")
+
+
+_JSON_STRING = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"', re.DOTALL)
+_KEEP_BRACKETS = bytes.maketrans(b"{}", b"[]")  # for depth, an object nests like an array
+_NOT_BRACKETS = bytes(b for b in range(256) if b not in b"[]{}")
+
+
+def json_shape(payload: bytes, max_depth: int) -> tuple[int, int]:
+    """``(depth, containers)`` of a JSON text, read from its bytes without parsing it: how deeply its arrays and
+    objects nest (counted up to ``max_depth + 1``: anything deeper reads ``max_depth + 1``) and how many there
+    are.
+
+    Strings are removed first (a bracket inside a string is text), then everything but brackets; each pass
+    then removes the pairs that are empty at its start, so the passes count the depth. A few passes over the
+    bytes at C speed, and nothing is allocated per element. Brackets that do not balance are no JSON:
+    ``ValueError`` (so an unclosed nest never reaches the parser's recursion).
+
+    >>> json_shape(b'{"a": [1, {"b": "[[["}], "c": []}', 64)
+    (3, 4)
+    >>> json_shape(b"[" * 5000 + b"]" * 5000, 64)
+    (65, 5000)
+    >>> json_shape(b"[" * 5000, 64)
+    Traceback (most recent call last):
+    ...
+    ValueError: unbalanced brackets: not JSON
+    """
+    brackets = _JSON_STRING.sub(b"", payload).translate(_KEEP_BRACKETS, _NOT_BRACKETS)
+    containers = brackets.count(b"[")
+    depth = 0
+    while brackets and depth <= max_depth:
+        shorter = brackets.replace(b"[]", b"")  # non-overlapping: one nesting level per pass
+        if len(shorter) == len(brackets):
+            raise ValueError("unbalanced brackets: not JSON")
+        brackets = shorter
+        depth += 1
+    return depth, containers
 
 
 def _generation(resp: Any, seconds: float) -> Generation:
@@ -297,24 +404,33 @@ def _generation(resp: Any, seconds: float) -> Generation:
         reasoning = msg.get("reasoning_content") or msg.get("reasoning") if msg else None
         if not isinstance(text, (str, type(None))) or not isinstance(reasoning, (str, type(None))):
             raise _Malformed("a choice's text is not a string")
-        ids = ch.get("token_ids") or []
-        if not isinstance(ids, list) or not all(isinstance(t, int) for t in ids):
+        ids = ch.get("token_ids")
+        if ids is not None and (not isinstance(ids, list) or not all(isinstance(t, int) for t in ids)):
             raise _Malformed("a choice's 'token_ids' is not a list of integers")
+        stop_reason = ch.get("stop_reason")
+        if not isinstance(stop_reason, (str, int, type(None))) or isinstance(stop_reason, bool):
+            raise _Malformed("a choice's 'stop_reason' is not a string or a token id")
         reason = ch.get("finish_reason")
-        comps.append(Completion(text=text or "", token_ids=list(ids),
+        comps.append(Completion(text=text or "", token_ids=list(ids or []),
                                 finish_reason=reason if reason in ("stop", "length") else "error",
-                                reasoning=reasoning))
+                                reasoning=reasoning, stop_reason=stop_reason, has_token_ids=ids is not None))
     prompt_tokens = usage.get("prompt_tokens") or 0
     cached = details.get("cached_tokens")
-    if not isinstance(prompt_tokens, int) or not isinstance(cached, (int, type(None))):
+    completion_tokens = usage.get("completion_tokens")
+    if not all(isinstance(v, (int, type(None))) and not isinstance(v, bool)
+               for v in (prompt_tokens, cached, completion_tokens)):
         raise _Malformed("'usage' token counts are not integers")
+    if len(comps) == 1 and not comps[0].has_token_ids:
+        comps[0].n_tokens = completion_tokens  # one completion: the server's count is its own
     if not comps:
         return Generation([], prompt_tokens, None, seconds, error="the endpoint returned no choices",
                           info={"transient": True})
     pids = resp.get("prompt_token_ids")
     if pids is not None and (not isinstance(pids, list) or not all(isinstance(t, int) for t in pids)):
         raise _Malformed("'prompt_token_ids' is not a list of integers")
-    info = {"prompt_token_ids": list(pids)} if pids else {}
+    info: dict[str, Any] = {"prompt_token_ids": list(pids)} if pids else {}
+    if completion_tokens is not None:
+        info["completion_tokens"] = completion_tokens  # the server's count, all choices together
     return Generation(comps, prompt_tokens, cached, seconds, info=info)
 
 

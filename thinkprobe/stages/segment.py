@@ -72,7 +72,7 @@ def segment_shard(trace_paths: list[str], seg_paths: list[str], emb_paths: list[
     docs: list[dict[str, Any] | Exception] = []
     for p in trace_paths:
         try:
-            docs.append(read_unit(p))
+            docs.append(read_unit(p, outdate=True))
         except Exception as exc:  # noqa: BLE001
             docs.append(exc)
     traces: dict[int, Trace] = {}

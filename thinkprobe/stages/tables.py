@@ -11,7 +11,7 @@ from ..vocabulary import METRIC_NAMES
 from ..outputs import atomic_write_text, provenance, read_table_metadata, sha256_file, write_json, write_table
 from ..profile import model_profiles, trace_profiles
 from ..units import unit_path
-from .unitfiles import STATUSES, read_unit
+from .unitfiles import STATUSES, UnitFileError, read_unit, unit_from_file
 
 ID_COLUMNS = ["trace_id", "model", "question_set", "question_id", "run", "domain", "record_id"]
 EXCLUSION_COLUMNS = ["trace_id", "model", "question_set", "question_id", "run", "stage", "reason", "source"]
@@ -27,7 +27,13 @@ def aggregate(metric_paths: list[str], problems: list[dict[str, str]], out_metri
     """
     rows, excluded = [], []
     for path in metric_paths:
-        doc = read_unit(path)
+        try:
+            doc = read_unit(path, outdate=True)
+        except UnitFileError as exc:  # unreadable or altered: that unit is excluded, the tables go on
+            unit = unit_from_file(path)
+            excluded.append({"trace_id": unit_path(unit), **unit, "stage": "aggregate", "reason": str(exc),
+                             "source": ""})
+            continue
         ids = {**doc["unit"], **doc.get("ids", {})}
         unit_id = unit_path(doc["unit"])
         if doc["status"] == "absent":  # outside its question set's grid: no unit of the study
@@ -53,7 +59,7 @@ def batch_manifest(metric_paths: list[str], out_path: str) -> dict[str, int]:
     """A batch's manifest: every unit's status and the sha256 of its metrics file."""
     units, counts = [], {status: 0 for status in STATUSES}
     for path in metric_paths:
-        doc = read_unit(path)
+        doc = read_unit(path, outdate=True)  # unreadable or altered: the job stops naming it
         counts[doc["status"]] += 1
         units.append({"file": path, "status": doc["status"], "sha256": sha256_file(path)})
     write_json(out_path, {"units": units, "counts": counts,

@@ -4,6 +4,15 @@ Every per-unit failure of a stage becomes that unit's ``excluded`` status, with 
 (the traceback goes to the job's log): a unit file that cannot be read, an input the stage's code cannot
 handle, an output that cannot be written. A job fails only for faults of the job itself (its encoder
 cannot load, its disk is full), never for one unit.
+
+Every unit file is written sealed (issue 28, item 1; :mod:`thinkprobe.integrity`): a JSON document carries the
+digest of its content and of its key (its place: the stage folder and the unit, :func:`unit_key`), an
+embeddings file the digest of its array and key. The next stage verifies what it reads: a file altered after
+it was written, or copied to another unit's place, is not used. The reading job logs a warning naming it,
+excludes that unit for this run, and marks the file out of date (:func:`thinkprobe.integrity.outdate`: its
+time set to the epoch; it stays in place, so the other jobs of the running workflow that list it still
+start): the next ``snakemake`` run recomputes it from its inputs, and what follows from it. A file without a
+digest (written before digests, or by hand) is read as it is.
 """
 
 from __future__ import annotations
@@ -15,6 +24,7 @@ import traceback
 from pathlib import Path
 from typing import Any, Callable
 
+from .. import integrity
 from ..outputs import atomic_write_bytes, provenance, write_json
 from ..timing import JobClock
 from ..units import unit_path
@@ -84,7 +94,7 @@ def transform_units(in_paths: list[str], emb_paths: list[str], out_paths: list[s
         prov = unit_provenance(modules, analysis, [in_path, emb_path])
         doc: dict[str, Any] | None = None
         try:
-            doc = read_unit(in_path)
+            doc = read_unit(in_path, outdate=True)
             out = passthrough(doc, prov) if doc["status"] != "ok" else build(doc, emb_path, prov)
         except Exception as exc:  # noqa: BLE001 - one unit never costs its shard
             out = failure_doc(doc["unit"] if doc else unit_from_file(out_path), prov, stage, exc, doc)
@@ -93,37 +103,82 @@ def transform_units(in_paths: list[str], emb_paths: list[str], out_paths: list[s
     return counts
 
 
-def read_unit(path: str | Path) -> dict[str, Any]:
+def unit_key(path: str | Path) -> str:
+    """What a unit file is stored under: its stage folder and unit, the last five parts of its path
+    (``segments/<model>/<question_set>/<question_id>/<run>.json``), so that a file copied to another unit's
+    or another stage's place does not verify; the tree may move as a whole."""
+    return "/".join(Path(path).parts[-5:])
+
+
+def _refuse(path: str | Path, why: str, outdate: bool) -> UnitFileError:
+    """Warn (stderr: the job's log) that ``path`` is not used; mark it out of date when ``outdate``."""
+    if outdate and integrity.outdate(path):
+        instead = ("this unit is excluded for this run; the file is marked out of date (its time set to 1970), so "
+                   "the next run recomputes it from its inputs")
+    else:
+        instead = "this unit is excluded; rerun the rule that writes it (or delete it)"
+    print(integrity.refused(path, why, None, instead), file=sys.stderr, flush=True)
+    return UnitFileError(f"{path}: {why}: not used")
+
+
+def read_unit(path: str | Path, outdate: bool = False) -> dict[str, Any]:
+    """A unit file's document (without its digest block), verified (:mod:`thinkprobe.integrity`).
+
+    Raises :class:`UnitFileError` naming the file when it cannot be read, is no unit file, or fails
+    verification (then a warning goes to stderr, and with ``outdate`` the file is marked out of date so that
+    the workflow recomputes it: the stage jobs do this, readers outside the workflow do not)."""
     try:
         with open(path, encoding="utf-8") as fh:
             doc = json.load(fh)
     except (OSError, ValueError) as exc:
         raise UnitFileError(f"{path}: cannot read unit file: {exc}") from exc
+    why = integrity.problem(doc, unit_key(path), required=False)
+    if why is not None:
+        raise _refuse(path, why, outdate)
     if not isinstance(doc, dict) or doc.get("status") not in STATUSES or "unit" not in doc:
         raise UnitFileError(f"{path}: not a thinkprobe unit file (no unit/status)")
-    return doc
+    return integrity.unsealed(doc)
 
 
 def write_unit(path: str | Path, doc: dict[str, Any]) -> None:
-    write_json(path, doc)
+    """Write a unit file, sealed with the digest of its content and of its key (:func:`unit_key`)."""
+    write_json(path, integrity.seal(doc, unit_key(path)))
+
+
+def _array_digest(arr) -> dict[str, Any]:
+    import hashlib
+
+    return {"shape": list(arr.shape), "dtype": str(arr.dtype), "sha256": hashlib.sha256(arr.tobytes()).hexdigest()}
 
 
 def save_embeddings(path: str | Path, emb) -> None:
+    """Write a unit's TU embeddings (``tu``, float32) with the digest of the array and of its key."""
     import numpy as np  # not at module level: the import stage, which has no embeddings, stays light
 
+    tu = np.ascontiguousarray(np.asarray(emb, dtype=np.float32))
+    sealed = integrity.seal({"tu": _array_digest(tu)}, unit_key(path))[integrity.FIELD]
     buf = io.BytesIO()
-    np.savez(buf, tu=np.asarray(emb, dtype=np.float32))
+    np.savez(buf, tu=tu, integrity=np.array(json.dumps(sealed)))
     atomic_write_bytes(path, buf.getvalue())
 
 
-def load_embeddings(path: str | Path):
+def load_embeddings(path: str | Path, outdate: bool = True):
+    """A unit's TU embeddings, verified like a unit file (:func:`read_unit`; the stage jobs that read them
+    mark a file that fails out of date, so the next run recomputes it)."""
     import numpy as np
 
     try:
         with np.load(path) as data:
-            return data["tu"]
+            tu = data["tu"]
+            block = json.loads(str(data["integrity"])) if "integrity" in data.files else None
     except (OSError, ValueError, KeyError) as exc:
         raise UnitFileError(f"{path}: cannot read embeddings: {exc}") from exc
+    if block is not None:
+        why = integrity.problem({"tu": _array_digest(np.ascontiguousarray(tu)), integrity.FIELD: block},
+                                unit_key(path))
+        if why is not None:
+            raise _refuse(path, why, outdate)
+    return tu
 
 
 def unit_provenance(modules: list[str], params: dict[str, Any], inputs: list[str], **extra: Any) -> dict[str, Any]:

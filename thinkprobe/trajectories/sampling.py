@@ -19,7 +19,8 @@ trace's prompt style (a base model's invented follow-up "Question:"), after ``ma
 or at the end of the context (``max_tokens`` unset, the default: the budget is the room the prefix leaves
 in ``max_model_len``). Each continuation records why (``stop``: :data:`STOP_REASONS`) and each checkpoint
 its budget after trimming (``max_tokens``). Special tokens are kept in the text; where the tokenizer has a
-``</think>`` token the reasoning end is found from the token ids (``think_closed``, ``answer_text``).
+``</think>`` token the reasoning end is found from the token ids (``think_closed``, ``answer_text``) when the
+engine returned them, else from the text (an endpoint that returns no ids: ``think_from`` says which).
 
 The raw text of every continuation is kept; labelling is a separate, cheap step
 (:mod:`thinkprobe.trajectories.labelling`, re-exported here), so a parser change never costs GPU time. The
@@ -43,10 +44,13 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping, Sequence
 
-from ..codedeps import stage_modules
+from functools import lru_cache
+
+from ..codedeps import stage_modules, used_modules
 from ..answers import DEFAULT_STOP
 from .checkpoints import (Checkpoint, RealizedTrace, Reasoning, TraceError, check_tokenizer, checkpoints,
                           engine_tokenizer_id, find_reasoning, think_close_id)
+from .checkpoints import _CLOSE as THINK_CLOSE
 from ..generate.faults import is_transient, transient_failures
 from .forced import DEFAULT_ANSWER_CUES, forced_suffix_ids
 from .labelling import continuation_label, endpoint_label, label_document  # noqa: F401 - re-exported
@@ -55,6 +59,36 @@ from .store import ContinuationStore  # noqa: F401 - re-exported
 
 ESTIMATORS = ("full", "forced")
 MODULES = stage_modules("trajectories.sampling", "sample_traces")  # derived: thinkprobe.codedeps
+
+# The sampling code (issue 25, item 5): the functions that decide what each request asks for (prompt, budget,
+# seed, stop strings), which checkpoints are sampled again, what is stored of each continuation and how a
+# document is assembled; with sequential stopping, also the labels that decide how many are sampled. Its
+# hash keys the store, the finished documents and the protection check, so samples taken by other code are
+# never reused. Not part of it, though the walk from those functions reaches them: a package's __init__
+# (run on import, it decides nothing) and the analysis it re-exports, the provenance helpers, the engines'
+# process plumbing and model lookup (the weights are keyed by the model's identity) and the defaults (their
+# values enter the key as settings).
+SAMPLING_CODE_ENTRIES = tuple(("trajectories.sampling", name) for name in (
+    "plan_trace", "sample_plans", "_budget", "_seed", "_spec", "_continuation", "continuation_document"))
+STOPPING_CODE_ENTRIES = (("trajectories.sampling", "_labels_for_stopping"), ("trajectories.stopping", "StoppingRule"))
+NOT_SAMPLING_CODE = frozenset({"__init__", "generate.__init__", "trajectories.__init__", "trajectories.distributions",
+                               "trajectories.dynamics", "codedeps", "outputs", "generate.hub", "generate.models",
+                               "generate.reaper", "generate.defaults"})
+
+
+def sampling_code(stopping: bool) -> list[str]:
+    """The modules of the sampling code (derived from :data:`SAMPLING_CODE_ENTRIES`, plus the labelling
+    when ``stopping``), less :data:`NOT_SAMPLING_CODE`."""
+    entries = SAMPLING_CODE_ENTRIES + (STOPPING_CODE_ENTRIES if stopping else ())
+    return [m for m in used_modules(entries) if m not in NOT_SAMPLING_CODE]
+
+
+@lru_cache(maxsize=None)
+def sampling_code_sha256(stopping: bool) -> str:
+    """sha256 of the :func:`sampling_code` sources (read once per process and setting)."""
+    from ..outputs import source_hash
+
+    return source_hash(sampling_code(stopping))
 
 
 
@@ -89,7 +123,8 @@ def decoding_applies(spec: Mapping[str, Any] | None, model: str, question_set: s
 
 @dataclass(frozen=True)
 class SamplingConfig:
-    """Everything that decides which continuations are sampled (the store is keyed by its hash).
+    """Everything in the sampling settings that decides which continuations are sampled (the store is keyed
+    by its hash, with the model, engine settings and code: :func:`store_digest`).
 
     The defaults here are THE defaults of trajectory sampling: ``config/schema.yaml`` states the same values
     for the workflow (a test keeps them equal) and the ``thinkprobe trajectory`` options read them from here.
@@ -156,9 +191,6 @@ class SamplingConfig:
                 "stopping": self.stopping.as_dict() if self.stopping else None,
                 "stop": {k: list(v) for k, v in sorted(self.stop.items())}}
 
-    def digest(self) -> str:
-        return hashlib.sha256(json.dumps(self.as_dict(), sort_keys=True).encode()).hexdigest()[:16]
-
 
 @dataclass
 class TracePlan:
@@ -215,12 +247,19 @@ def _labels_for_stopping(entry: Mapping[str, Any], task: str | None, cfg: Sampli
 
 
 def sample_plans(engine, plans: Sequence[TracePlan], cfg: SamplingConfig, store: ContinuationStore,
-                 prefixes_per_call: int = 64, log: Callable[[str], None] | None = None) -> dict[str, Any]:
+                 prefixes_per_call: int = 64, log: Callable[[str], None] | None = None,
+                 labels: Callable[..., list] | None = None) -> dict[str, Any]:
     """Sample every missing continuation of ``plans`` through ``engine``, persisting each call in ``store``.
+
+    ``labels(entry, task, cfg, stop)`` labels a checkpoint's continuations for sequential stopping (needed
+    when ``cfg.stopping`` is set; :func:`sample_traces` passes the labeller): passed in, so that the labelling
+    code is part of the sampling code only where it decides how many continuations are sampled.
 
     Returns counters of this run: calls, prefixes sent, sampled tokens, prompt and cached tokens, seconds
     spent inside ``engine.generate``.
     """
+    if cfg.stopping is not None and labels is None:
+        raise ValueError("sequential stopping needs the labeller (labels=...): sample_traces passes it")
     log = log or (lambda msg: None)
     stats = {"calls": 0, "prefixes": 0, "sampled_tokens": 0, "prompt_tokens": 0, "cached_tokens": 0,
              "generate_seconds": 0.0, "checkpoints_reused": 0}
@@ -249,9 +288,9 @@ def sample_plans(engine, plans: Sequence[TracePlan], cfg: SamplingConfig, store:
                 if cfg.stopping is None:
                     more = n_target - have
                 else:
-                    labels = (_labels_for_stopping(entry, plan.trace.task, cfg, cfg.stop_for(plan.prompt_variant))
-                              if entry else [])
-                    more = cfg.stopping.next_n(labels, n_target)
+                    have_labels = (labels(entry, plan.trace.task, cfg, cfg.stop_for(plan.prompt_variant))
+                                   if entry else [])
+                    more = cfg.stopping.next_n(have_labels, n_target)
                 if more > 0:
                     todo.append((plan, cp.index, more))
         if not todo:
@@ -287,7 +326,7 @@ def sample_plans(engine, plans: Sequence[TracePlan], cfg: SamplingConfig, store:
                     "max_tokens": budget, "stop": list(spec.stop),
                     "native": plan.reasoning.native, "status": "error" if gen.error else "ok",
                     "reason": gen.error, "continuations": comps})
-                stats["sampled_tokens"] += sum(c["n_tokens"] for c in comps)
+                stats["sampled_tokens"] += sum(c["n_tokens"] or 0 for c in comps)
                 stats["prompt_tokens"] += len(prompt)
                 stats["cached_tokens"] += cached or 0
             store.write(entries, {"seconds": seconds, "prefixes": len(chunk), "round": round_})
@@ -339,19 +378,39 @@ def _local_tokenizer(engine):
 
 def _continuation(c, cut: str, tok, close_id: int | None) -> dict[str, Any]:
     """One stored continuation: text (special tokens kept), token count, finish and stop reason, and where
-    the reasoning ends when the tokenizer has a ``</think>`` token (found from the token ids)."""
+    the reasoning ends when the tokenizer has a ``</think>`` token.
+
+    The reasoning end is read from the token ids only when the engine returned them (``think_from: ids``); an
+    endpoint that returned none (``has_token_ids`` False) is read from the text (``think_from: text``), never
+    taken as a continuation that did not close its reasoning. The token count is the ids' (or, without them,
+    the server's count, else the local tokenizer's count of the text: ``n_tokens_from``); the stop reason
+    tells a stop string (the engine's ``stop_reason`` is a string) from the end of sequence."""
     if c.finish_reason == "stop":
         stop = "stop_string" if isinstance(getattr(c, "stop_reason", None), str) else "eos"
     elif c.finish_reason == "length":
         stop = cut
     else:
         stop = "error"
-    out = {"text": c.text, "n_tokens": len(c.token_ids), "finish_reason": c.finish_reason, "stop": stop}
-    if close_id is not None:
+    has_ids = getattr(c, "has_token_ids", True)
+    out: dict[str, Any] = {"text": c.text, "n_tokens": len(c.token_ids), "finish_reason": c.finish_reason,
+                           "stop": stop}
+    if not has_ids:
+        if getattr(c, "n_tokens", None) is not None:
+            out.update(n_tokens=int(c.n_tokens), n_tokens_from="server")
+        elif tok is not None:
+            out.update(n_tokens=len(tok.encode(c.text, add_special_tokens=False)), n_tokens_from="text")
+        else:
+            out.update(n_tokens=None, n_tokens_from=None)
+    if close_id is not None and has_ids:
         ids = list(c.token_ids)
-        out["think_closed"] = close_id in ids
+        out.update(think_closed=close_id in ids, think_from="ids")
         if out["think_closed"]:
             out["answer_text"] = tok.decode(ids[ids.index(close_id) + 1:], skip_special_tokens=False)
+    elif close_id is not None:
+        pos = c.text.find(THINK_CLOSE)
+        out.update(think_closed=pos >= 0, think_from="text")
+        if pos >= 0:
+            out["answer_text"] = c.text[pos + len(THINK_CLOSE):]
     return out
 
 
@@ -406,7 +465,7 @@ def continuation_document(plan: TracePlan, entries: Mapping[tuple[str, int], Map
                      "max_tokens": e.get("max_tokens"),
                      "cached_tokens": e.get("cached_tokens"), "computed_prefill": e.get("computed_prefill"),
                      "calls": e.get("calls", 1), "seeds": e.get("seeds"),
-                     "sampled_tokens": sum(c["n_tokens"] for c in comps), "continuations": comps})
+                     "sampled_tokens": sum(c.get("n_tokens") or 0 for c in comps), "continuations": comps})
         totals["sampled_tokens"] += rows[-1]["sampled_tokens"]
         totals["prompt_tokens"] += len(prompt)
         totals["prefix_tokens_sum"] += len(prompt)
@@ -425,22 +484,41 @@ def sampling_provenance(engine, cfg: SamplingConfig, fingerprint: str | None = N
     return provenance(MODULES, cfg.as_dict(), [], engine={"backend": engine.backend, "model": engine.model,
                                                            "version": engine.version,
                                                            "max_model_len": engine.max_model_len},
-                      tokenizer_sha256=fingerprint)
+                      tokenizer_sha256=fingerprint, sampling_code_sha256=sampling_code_sha256(cfg.stopping is not None))
+
+
+def store_digest(cfg: SamplingConfig, engine, identity: Mapping[str, Any] | None = None) -> str:
+    """The continuation store's key for samples of ``cfg`` through ``engine`` (the folder name of a trace's
+    parts, with the trace's hash): the batch's ``identity`` (:func:`thinkprobe.protect.identity`: settings,
+    model, engine settings, sampling code) when the workflow gives it, else one built from ``cfg``, the
+    engine's backend and model and the sampling code; plus the context length the engine really has (an
+    endpoint's, unknown before it answers). Two decodings with the same settings share it: their
+    continuations are the same samples."""
+    from .. import protect
+
+    ident = dict(identity) if identity is not None else protect.identity(
+        cfg.as_dict(), {"name": engine.model, "backend": engine.backend},
+        sampling_code_sha256(cfg.stopping is not None))
+    blob = json.dumps([ident, getattr(engine, "max_model_len", None)], sort_keys=True, default=str)
+    return hashlib.sha256(blob.encode()).hexdigest()[:16]
 
 
 def sample_traces(engine, traces: Sequence[RealizedTrace], cfg: SamplingConfig, store_dir: str | os.PathLike,
-                  prefixes_per_call: int = 64, log: Callable[[str], None] | None = None
-                  ) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+                  prefixes_per_call: int = 64, log: Callable[[str], None] | None = None,
+                  identity: Mapping[str, Any] | None = None) -> tuple[list[dict[str, Any]], dict[str, Any]]:
     """Plan, sample (resuming from ``store_dir``) and assemble one continuation document per trace.
 
-    The store (:class:`ContinuationStore` rooted at ``store_dir``) is kept: it is the durable record of
-    every continuation sampled. Returns the documents, in the order of ``traces``, and the run counters.
+    The store (:class:`ContinuationStore` rooted at ``store_dir``, keyed by :func:`store_digest` of
+    ``identity``) is kept: it is the durable record of every continuation sampled. Returns the documents, in
+    the order of ``traces``, and the run counters.
     """
     tok = engine.tokenizer()
     fp = engine_tokenizer_id(engine)
     plans = [plan_trace(t, tok, cfg, engine.max_model_len, engine.model, fp) for t in traces]
-    store = ContinuationStore(store_dir, cfg.digest(), {t.key: t.content_hash() for t in traces})
-    stats = sample_plans(engine, plans, cfg, store, prefixes_per_call, log)
+    store = ContinuationStore(store_dir, store_digest(cfg, engine, identity),
+                              {t.key: t.content_hash() for t in traces}, log=log)
+    stats = sample_plans(engine, plans, cfg, store, prefixes_per_call, log,
+                         labels=_labels_for_stopping if cfg.stopping is not None else None)
     entries = store.entries([p.trace.key for p in plans if not p.excluded])
     prov = sampling_provenance(engine, cfg, fp)
     return [continuation_document(p, entries, cfg, prov) for p in plans], {**stats, "store": str(store.root)}

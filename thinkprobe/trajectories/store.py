@@ -5,10 +5,17 @@ of every continuation sampled, so that a killed job rerun samples only what is m
 checkpoint is redone.
 
 Beside the parts, :class:`FinishedDocuments` keeps the assembled continuation document of every trace whose
-sampling finished, keyed by what decides it (the trace unit's bytes, the sampling settings and model
-identity of :func:`thinkprobe.protect.identity`, the question's task and gold, the decoding's name): a sampling job rerun whose
-traces are all finished (its batch file lost, or rebuilt after a change that does not touch them) assembles
-its output from them and never starts an engine (issue 19, item 7).
+sampling finished, keyed by what decides it (the trace unit's bytes; the batch identity of
+:func:`thinkprobe.protect.identity`: sampling settings, model, the engine settings that change what is
+sampled or cut, the sampling code's hash; the question's task and gold; the decoding's name): a sampling job
+rerun whose traces are all finished (its batch file lost, or rebuilt after a change that does not touch
+them) assembles its output from them and never starts an engine (issue 19, item 7).
+
+Both are verified before reuse (issue 28, item 1; :mod:`thinkprobe.integrity`): every part and every finished
+document carries the digest of its content and of its key. A part that does not match (altered, copied from
+another trace or setting, unreadable) is not used, so its checkpoints are sampled again; a finished document
+that does not match is not used, so the trace's document is assembled again from its parts. Either is logged
+as a warning naming the file, which is moved aside (renamed, never deleted).
 """
 
 from __future__ import annotations
@@ -16,26 +23,41 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import sys
 import time
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any, Callable, Mapping, Sequence
+
+from .. import integrity
+
+
+def _stderr(message: str) -> None:
+    print(message, file=sys.stderr, flush=True)
 
 
 class ContinuationStore:
     """Per-trace folders of part files; a call's continuations of one trace form one part, written atomically.
 
-    Layout: ``root/<model>/<question_set>/<question_id>/<run>/<config digest>-<trace hash>/part-*.json``
-    (the trace hash covers the prompt and completion token ids: a re-collected trace starts afresh). The store
+    Layout: ``root/<model>/<question_set>/<question_id>/<run>/<store digest>-<trace hash>/part-*.json``; the
+    store digest (:func:`thinkprobe.trajectories.sampling.store_digest`) keys the settings, model, engine
+    settings and sampling code, the trace hash the prompt and completion token ids (a re-collected trace
+    starts afresh). The store
     outlives the job: a killed job rerun, or a batch rebuilt with one more question, reads what is there
     and samples only what is missing. ``entries(keys)`` merges the parts of those traces into
     ``{(trace_key, checkpoint_index): entry}``, the continuations of one checkpoint concatenated in
-    sampling order.
+    sampling order; a part that fails verification is left out (and moved aside, with a warning to ``log``).
     """
 
-    def __init__(self, root: str | os.PathLike, digest: str, trace_hashes: Mapping[str, str] | None = None):
+    def __init__(self, root: str | os.PathLike, digest: str, trace_hashes: Mapping[str, str] | None = None,
+                 log: Callable[[str], None] | None = None):
         self.root = Path(root)
         self.digest = digest
         self.trace_hashes = dict(trace_hashes or {})
+        self.log = log or _stderr
+
+    def part_key(self, key: str) -> list[str | None]:
+        """What a part of trace ``key`` is stored under: the store digest, the trace and its hash."""
+        return [self.digest, key, self.trace_hashes.get(key)]
 
     def folder(self, key: str) -> Path:
         tail = self.digest + (f"-{self.trace_hashes[key][:12]}" if key in self.trace_hashes else "")
@@ -45,11 +67,28 @@ class ContinuationStore:
         folder = self.folder(key)
         return sorted(folder.glob("part-*.json")) if folder.is_dir() else []
 
-    def entries(self, keys: Sequence[str]) -> dict[tuple[str, int], dict[str, Any]]:
-        merged: dict[tuple[str, int], dict[str, Any]] = {}
-        for path in [p for key in keys for p in self.parts(key)]:
+    def read_part(self, key: str, path: Path) -> dict[str, Any] | None:
+        """A part of trace ``key`` that passes verification, else None (warned, moved aside)."""
+        try:
             with open(path, encoding="utf-8") as fh:
                 part = json.load(fh)
+            why = integrity.problem(part, self.part_key(key))
+            if why is None and not all(isinstance(e, dict) and e.get("trace") == key for e in part["entries"]):
+                why = "its entries are not this trace's"
+        except (OSError, ValueError, KeyError, TypeError) as exc:
+            why = f"it cannot be read ({type(exc).__name__}: {exc})"
+        if why is None:
+            return part
+        self.log(integrity.refused(path, why, integrity.quarantine(path),
+                                   "its checkpoints are sampled again (the other parts are intact)"))
+        return None
+
+    def entries(self, keys: Sequence[str]) -> dict[tuple[str, int], dict[str, Any]]:
+        merged: dict[tuple[str, int], dict[str, Any]] = {}
+        for key, path in [(key, p) for key in keys for p in self.parts(key)]:
+            part = self.read_part(key, path)
+            if part is None:
+                continue
             for e in part["entries"]:
                 key = (e["trace"], int(e["checkpoint_index"]))
                 if key not in merged:
@@ -76,7 +115,7 @@ class ContinuationStore:
         paths = []
         for key, items in by_trace.items():
             path = self.folder(key) / f"part-{time.time_ns():020d}-{os.getpid()}.json"
-            write_json(path, {"entries": items, "call": call})
+            write_json(path, integrity.seal({"entries": items, "call": call}, self.part_key(key)))
             paths.append(path)
         return paths
 
@@ -98,11 +137,14 @@ class FinishedDocuments:
     Layout: ``root/<model>/<question_set>/<question_id>/<run>/finished-<key[:24]>.json`` beside the trace's
     part folders. ``key`` (:meth:`key`) hashes everything the document depends on, so a changed trace,
     setting, model or gold answer finds nothing and is sampled (from the parts: nothing finished is redone).
-    Written atomically after the document was assembled with no checkpoint missing; never deleted.
+    Written atomically after the document was assembled with no checkpoint missing, sealed with the digest of
+    its content and key (:mod:`thinkprobe.integrity`); never deleted. One that fails verification is not
+    reused: it is moved aside with a warning to ``log``, and the document is assembled again from the parts.
     """
 
-    def __init__(self, root: str | os.PathLike):
+    def __init__(self, root: str | os.PathLike, log: Callable[[str], None] | None = None):
         self.root = Path(root)
+        self.log = log or _stderr
 
     @staticmethod
     def key(unit_bytes: bytes, identity: Mapping[str, Any], question: Mapping[str, Any],
@@ -119,15 +161,25 @@ class FinishedDocuments:
         return _trace_dir(self.root, [unit[k] for k in UNIT_FIELDS]) / f"finished-{key[:24]}.json"
 
     def get(self, unit: Mapping[str, str], key: str) -> dict[str, Any] | None:
-        """The stored document, or None when there is none (or it cannot be read: it is then re-assembled)."""
+        """The stored document, or None when there is none, or when it cannot be read or fails verification
+        (warned and moved aside: the document is then re-assembled from the store's parts)."""
         path = self.path(unit, key)
         try:
             with open(path, encoding="utf-8") as fh:
                 doc = json.load(fh)
-        except (OSError, ValueError):
+        except FileNotFoundError:
             return None
-        ok = isinstance(doc, dict) and doc.get("key") == key and isinstance(doc.get("document"), dict)
-        return doc["document"] if ok else None
+        except (OSError, ValueError) as exc:
+            why = f"it cannot be read ({type(exc).__name__}: {exc})"
+        else:
+            why = integrity.problem(doc, key)
+            if why is None and (doc.get("key") != key or not isinstance(doc.get("document"), dict)):
+                why = "it holds no document of this key"
+            if why is None:
+                return doc["document"]
+        self.log(integrity.refused(path, why, integrity.quarantine(path),
+                                   "the trace's document is assembled again from the store's parts"))
+        return None
 
     def put(self, unit: Mapping[str, str], key: str, document: Mapping[str, Any]) -> bool:
         """Store ``document`` when it is final (no checkpoint ``missing``); returns whether it was stored."""
@@ -135,5 +187,5 @@ class FinishedDocuments:
 
         if any(c.get("status") == "missing" for c in document.get("checkpoints") or []):
             return False
-        write_json(self.path(unit, key), {"key": key, "document": dict(document)})
+        write_json(self.path(unit, key), integrity.seal({"key": key, "document": dict(document)}, key))
         return True

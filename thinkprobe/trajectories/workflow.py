@@ -14,19 +14,21 @@ only for a fault of the job itself (e.g. the engine does not start).
 from __future__ import annotations
 
 import json
+import sys
 import time
 from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
-from .. import protect
+from .. import integrity, protect
 from ..codedeps import stage_modules
 from ..outputs import provenance, write_json, write_table
 from ..traces import run_name
+from ..stages.unitfiles import read_unit
 from ..units import unit_path
 from .checkpoints import RealizedTrace, TraceError, realized_from_unit
 from .labelling import label_document
 from .sampling import MODULES as SAMPLING_MODULES
-from .sampling import SamplingConfig, decoded_sampling, decoding_applies, sample_traces
+from .sampling import SamplingConfig, decoded_sampling, decoding_applies, sample_traces, sampling_code_sha256
 from .store import FinishedDocuments
 
 # The code behind each rule, derived from what its function really uses (thinkprobe.codedeps): its
@@ -134,9 +136,12 @@ BATCH_PATTERN = r"b[0-9]+(-[A-Za-z0-9_]+)?"
 
 
 def batch_identity(traj: Mapping[str, Any], model_cfg: Mapping[str, Any]) -> dict[str, Any]:
-    """What decides a continuation batch: its sampling settings (``traj``: :meth:`TrajectoryPlan.sampling`)
-    and its model. The sampling job records it beside the batch; planning compares it before a rerun."""
-    return protect.identity(SamplingConfig.from_config(traj).as_dict(), model_cfg)
+    """What decides a continuation batch: its sampling settings (``traj``: :meth:`TrajectoryPlan.sampling`),
+    its model, the model's engine settings that change what is sampled and the sampling code's hash
+    (:func:`thinkprobe.protect.identity`). The sampling job records it beside the batch and keys the store
+    and the finished documents with it; planning compares it before a rerun."""
+    cfg = SamplingConfig.from_config(traj)
+    return protect.identity(cfg.as_dict(), model_cfg, sampling_code_sha256(cfg.stopping is not None))
 
 
 def batch_id(index: int, decoding: str = "default") -> str:
@@ -158,9 +163,35 @@ def _unit_of(path: str) -> dict[str, str]:
     return dict(zip(("model", "question_set", "question_id", "run"), parts))
 
 
+def _batch_key(path: str | Path) -> str:
+    """What a batch file is stored under: its stage folder, model, question set and batch (its path's tail)."""
+    return "/".join(Path(path).parts[-4:])
+
+
+def write_batch(path: str | Path, doc: Mapping[str, Any]) -> None:
+    """Write a continuation or label batch, sealed with the digest of its content and key
+    (:mod:`thinkprobe.integrity`), so the rules that read it can verify it."""
+    write_json(path, integrity.seal(doc, _batch_key(path)))
+
+
+class BatchFileError(ValueError):
+    """A batch file failed verification; the message names it and what the next run does."""
+
+
 def read_batch(path: str | Path) -> dict[str, Any]:
+    """A batch file, verified: one altered after it was written (or copied under another batch's name) is
+    moved aside with a warning and :class:`BatchFileError` is raised, so the job fails naming it and the next
+    run rebuilds it (a continuation batch from the store: no engine; a label batch from its continuations).
+    A batch without a digest (written before digests) is read as it is."""
     with open(path, encoding="utf-8") as fh:
-        return json.load(fh)
+        doc = json.load(fh)
+    why = integrity.problem(doc, _batch_key(path), required=False)
+    if why is not None:
+        message = integrity.refused(path, why, integrity.quarantine(path),
+                                    "the next run rebuilds it from what it was made of")
+        print(message, file=sys.stderr, flush=True)
+        raise BatchFileError(message)
+    return integrity.unsealed(doc)
 
 
 def sample_batch(trace_paths: Sequence[str], out_path: str, model_cfg: Mapping[str, Any],
@@ -176,7 +207,7 @@ def sample_batch(trace_paths: Sequence[str], out_path: str, model_cfg: Mapping[s
 
     cfg = SamplingConfig.from_config(traj)
     ident = batch_identity(traj, model_cfg)
-    finished = FinishedDocuments(store)
+    finished = FinishedDocuments(store, log=log)
     t0 = time.perf_counter()
     docs: list[dict[str, Any] | None] = [None] * len(trace_paths)
     usable: list[tuple[int, Any]] = []
@@ -187,7 +218,7 @@ def sample_batch(trace_paths: Sequence[str], out_path: str, model_cfg: Mapping[s
         try:
             with open(path, "rb") as fh:
                 raw = fh.read()
-            doc = json.loads(raw)
+            doc = read_unit(path, outdate=True)  # verified: an altered trace unit is never sampled
         except (OSError, ValueError) as exc:
             docs[i] = _excluded(unit, q, f"cannot read the trace unit {path}: {exc}", cfg)
             continue
@@ -216,16 +247,17 @@ def sample_batch(trace_paths: Sequence[str], out_path: str, model_cfg: Mapping[s
                     finished.put(units[i], keys[i], docs[i])  # decided by the model's tokenizer
             if traces:
                 out, stats = sample_traces(engine, [t for _, t in traces], cfg, store,
-                                           int(traj.get("prefixes_per_call", 64)), log)
+                                           int(traj.get("prefixes_per_call", 64)), log, identity=ident)
                 for (i, _), d in zip(traces, out):
                     docs[i] = d
                     finished.put(units[i], keys[i], d)
         finally:
             engine.close()
     stats.update(engine_seconds=engine_seconds, job_seconds=time.perf_counter() - t0, documents_reused=reused)
-    write_json(out_path, {"documents": docs, "stats": stats,
-                          "provenance": provenance(SAMPLING_MODULES, cfg.as_dict(), trace_paths,
-                                                   model=dict(model_cfg))})
+    write_batch(out_path, {"documents": docs, "stats": stats,
+                           "provenance": provenance(SAMPLING_MODULES, cfg.as_dict(),
+                                                    [p for p in trace_paths if Path(p).exists()],
+                                                    model=dict(model_cfg), sampling_code_sha256=ident["code_sha256"])})
     protect.record(out_path, ident)  # checked before a rerun overwrites it
     return stats
 
@@ -244,8 +276,7 @@ def label_batch(cont_path: str, out_path: str, questions: Mapping[str, Mapping[s
         q = questions.get(str(doc["unit"]["question_id"]), {})
         rec = label_document(doc, q.get("task") or doc.get("task"), q.get("gold", doc.get("gold")))
         records.append(rec)
-    write_json(out_path, {"records": records,
-                          "provenance": provenance(LABEL_MODULES, {}, [cont_path])})
+    write_batch(out_path, {"records": records, "provenance": provenance(LABEL_MODULES, {}, [cont_path])})
     return {"ok": sum(r["status"] == "ok" for r in records), "excluded": sum(r["status"] != "ok" for r in records)}
 
 

@@ -1,0 +1,207 @@
+"""What keys a stored continuation (issue 25, item 5; issue 28, "engine settings outside the key").
+
+Every input that changes which continuations are sampled, cut or recorded keys the finished documents, the
+continuation store's parts and the protection check: the sampling settings, the model, the engine settings
+of :data:`thinkprobe.protect.ENGINE_KEYS` (the context length, the dtype, an endpoint's token ids) and the
+sampling code's hash. Performance knobs and resources key nothing.
+
+The sampling job runs for real (:func:`thinkprobe.trajectories.workflow.sample_batch`) against an
+OpenAI-compatible server on loopback (a small one in this process that answers every request with the
+same continuation and counts the requests), with SmolLM2's real tokenizer: what is asked of the endpoint
+shows what was reused.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from thinkprobe import protect
+from thinkprobe.trajectories.sampling import SamplingConfig, sampling_code, sampling_code_sha256
+from thinkprobe.trajectories.workflow import batch_identity, sample_batch
+
+from .test_hostile_peers import Peer
+
+pytestmark = pytest.mark.fast
+REPO = Path(__file__).resolve().parents[1]
+TRAJ = {"n": 2, "stride": 4, "prefixes_per_call": 64, "sampling": {"temperature": 0.6, "top_p": 0.95,
+                                                                      "max_tokens": 8, "seed": 0}}
+QUESTIONS = {"q1": {"task": "gsm8k", "gold": "7"}, "q2": {"task": "gsm8k", "gold": "4"}}
+
+
+@pytest.fixture(scope="module")
+def tok():
+    from transformers import AutoTokenizer
+
+    from thinkprobe.generate.models import local_model_folder
+
+    return AutoTokenizer.from_pretrained(str(local_model_folder("smollm2")))
+
+
+class Endpoint:
+    """A loopback OpenAI-compatible server that says it is vLLM and answers every prompt with the same
+    continuation (token ids included); ``posts`` counts the completion requests."""
+
+    def __init__(self, tok):
+        self.peer = Peer()
+        self.posts = 0
+        ids = tok.encode(" so the answer is 7.", add_special_tokens=False)
+
+        def models(h):
+            h.send(200, json.dumps({"data": [{"id": "m", "owned_by": "vllm", "max_model_len": 4096}]}))
+
+        def complete(h, body):
+            self.posts += 1
+            h.send(200, json.dumps({"choices": [{"index": i, "text": tok.decode(ids), "token_ids": ids,
+                                                 "finish_reason": "stop", "stop_reason": None}
+                                                for i in range(body["n"])],
+                                    "usage": {"prompt_tokens": len(body["prompt"]),
+                                              "completion_tokens": body["n"] * len(ids)}}))
+
+        self.peer.get, self.peer.post = models, complete
+        self.url = self.peer.url
+
+    def model(self, **extra) -> dict:
+        return {"name": "m", "backend": "openai", "base_url": self.url, "served_model": "m", "tokenizer": "smollm2",
+                "timeout_s": 10.0, "max_retries": 0, "backoff_s": 0.01, **extra}
+
+
+@pytest.fixture()
+def endpoint(tok):
+    e = Endpoint(tok)
+    yield e
+    e.peer.close()
+
+
+def write_traces(root: Path, tok) -> list[str]:
+    """Two collected trace units (the model's own token ids) as the collection rules write them."""
+    paths = []
+    for qid, (question, answer) in {"q1": ("3 + 4?", "three plus four is seven, so seven"),
+                                    "q2": ("2 + 2?", "two and two make four, so four")}.items():
+        completion = f"<think>{answer}, then check it again once more</think>The answer is {answer[-4:]}."
+        doc = {"unit": {"model": "m", "question_set": "qs", "question_id": qid, "run": "1"}, "status": "ok",
+               "generation": {"prompt_token_ids": tok.encode(f"Question: {question}\n", add_special_tokens=False),
+                              "completion_token_ids": tok.encode(completion, add_special_tokens=False),
+                              "completion_text": completion}}
+        path = root / "results/traces/m/qs" / qid / "1.json"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(doc))
+        paths.append(str(path))
+    return paths
+
+
+def run(endpoint, tmp_path, traces, model, traj=TRAJ, out="b0000.json"):
+    """One sampling job; returns its stats, the requests it made and its log."""
+    lines: list[str] = []
+    before = endpoint.posts
+    stats = sample_batch(traces, str(tmp_path / "out" / out), model, traj, QUESTIONS, str(tmp_path / "store"),
+                         log=lines.append)
+    return stats, endpoint.posts - before, "\n".join(lines)
+
+
+def test_a_changed_engine_setting_reuses_no_stored_document_and_a_performance_knob_reuses_all(
+        endpoint, tmp_path, tok):
+    traces = write_traces(tmp_path, tok)
+    base = endpoint.model(max_model_len=2048)
+    stats, posts, _ = run(endpoint, tmp_path, traces, base)
+    assert posts > 0 and stats["documents_reused"] == 0
+    # performance knobs and resources: every document reused, no engine started, nothing asked
+    knobs = endpoint.model(max_model_len=2048, concurrency=2, timeout_s=30.0, max_retries=3, mem_mb=999,
+                           threads=7, runtime=5, max_reply_bytes=2**22)
+    stats, posts, log = run(endpoint, tmp_path, traces, knobs, {**TRAJ, "prefixes_per_call": 3})
+    assert stats["documents_reused"] == 2 and posts == 0 and "no engine started" in log
+    # the context length (what the cut-share warning advises to raise): no document and no part reused
+    stats, posts, _ = run(endpoint, tmp_path, traces, endpoint.model(max_model_len=4096))
+    assert stats["documents_reused"] == 0 and stats["checkpoints_reused"] == 0 and posts > 0
+    # whether the endpoint's token ids were asked for: the same
+    stats, posts, _ = run(endpoint, tmp_path, traces, endpoint.model(max_model_len=2048, return_token_ids=False))
+    assert stats["documents_reused"] == 0 and stats["checkpoints_reused"] == 0 and posts > 0
+    # back to the first settings: everything is still there
+    stats, posts, _ = run(endpoint, tmp_path, traces, base)
+    assert stats["documents_reused"] == 2 and posts == 0
+
+
+def test_every_key_sees_the_engine_settings_and_no_performance_knob():
+    """The vLLM backend's keys, checked on the identity that keys finished documents, parts and protection."""
+    from thinkprobe.trajectories.store import FinishedDocuments
+
+    model = {"name": "m", "backend": "vllm", "path": "m",
+             "engine": {"max_model_len": 4096, "block_size": 32, "max_num_seqs": 256}}
+    base = batch_identity(TRAJ, model)
+    question = {"task": "gsm8k", "gold": "7"}
+    same = [{**model, "engine": {**model["engine"], "block_size": 16, "max_num_seqs": 8, "max_num_batched_tokens": 4096,
+                                 "enable_prefix_caching": False, "gpu_memory_utilization": 0.5,
+                                 "kv_cache_space_gb": 4, "enforce_eager": False, "tensor_parallel_size": 2}},
+            {**model, "mem_mb": 64000, "threads": 16, "runtime": 600, "gpu_model": "a100", "device": "cpu"},
+            {**model, "engine": {**model["engine"], "dtype": "auto"}}]  # the default, stated
+    for other in same:
+        assert batch_identity(TRAJ, other) == base, other
+    assert batch_identity({**TRAJ, "prefixes_per_call": 1}, model) == base
+    changed = [({**model, "engine": {**model["engine"], "max_model_len": 8192}}, "max_model_len"),
+               ({**model, "engine": {"block_size": 32}}, "max_model_len"),  # unset: the model's own
+               ({**model, "engine": {**model["engine"], "dtype": "float16"}}, "dtype")]
+    keys = {FinishedDocuments.key(b"unit", base, question)}
+    for other, what in changed:
+        ident = batch_identity(TRAJ, other)
+        assert ident["engine"] != base["engine"] and ident["sampling_sha256"] == base["sampling_sha256"], what
+        keys.add(FinishedDocuments.key(b"unit", ident, question))
+    assert len(keys) == 1 + len(changed)  # each change: another finished-document key
+
+
+def test_protection_names_a_changed_engine_setting_and_the_sampling_code(tmp_path):
+    model = {"name": "m", "backend": "vllm", "path": "m", "engine": {"max_model_len": 4096}}
+    batch = tmp_path / "b0000.json"
+    batch.write_text("{}")
+    protect.record(batch, batch_identity(TRAJ, model))
+    assert protect.changed({str(batch): batch_identity(TRAJ, model)}) == []
+    raised = {**model, "engine": {"max_model_len": 8192}}
+    assert protect.changed({str(batch): batch_identity(TRAJ, raised)}) == [(str(batch), "the engine settings")]
+    other_code = {**batch_identity(TRAJ, model), "code_sha256": "0" * 64}
+    assert protect.changed({str(batch): other_code}) == [(str(batch), "the sampling code")]
+    # a batch recorded before the engine settings and the code were keyed: refused, and the message says why
+    old = protect.identity(SamplingConfig.from_config(TRAJ).as_dict(), model)
+    protect.record(batch, {k: v for k, v in old.items() if k not in ("engine", "code_sha256")})
+    (path, why), = protect.changed({str(batch): batch_identity(TRAJ, model)})
+    assert why == ("the engine settings and the sampling code, which the batch does not record (an older "
+                   "thinkprobe wrote it),")
+    assert f"{batch} (the engine settings and the sampling code, which the batch does not record" in \
+        protect.refusal([(path, why)])
+
+
+CODE_HASH = ("import json, sys; from thinkprobe.trajectories.workflow import batch_identity; "
+             "print(json.dumps([batch_identity(json.loads(sys.argv[1]), {'name': 'm', 'backend': 'vllm', "
+             "'path': 'm'})['code_sha256'] for _ in [0]]))")
+
+
+def _code_hash(package_root: Path, traj: dict) -> str:
+    env = {**os.environ, "PYTHONPATH": str(package_root)}
+    out = subprocess.run([sys.executable, "-c", CODE_HASH, json.dumps(traj)], capture_output=True, text=True,
+                         env=env, check=True, cwd=package_root)
+    return json.loads(out.stdout)[0]
+
+
+def test_an_edit_of_the_sampling_code_changes_the_key_and_a_label_parser_edit_does_not(tmp_path):
+    """A copy of the package, edited as a developer would: the sampling code's hash (in every key) follows
+    an edit of the sampling module; an edit of the label parser changes it only where labels decide how
+    many continuations are sampled (sequential stopping), so a parser change never costs GPU time."""
+    assert "trajectories.sampling" in sampling_code(False) and "trajectories.labelling" not in sampling_code(False)
+    assert {"trajectories.labelling", "trajectories.parsing", "trajectories.stopping"} <= set(sampling_code(True))
+    assert not {"trajectories.dynamics", "trajectories.distributions"} & set(sampling_code(True))
+    stopping = {**TRAJ, "stopping": {"enabled": True}}
+    root = tmp_path / "copy"
+    shutil.copytree(REPO / "thinkprobe", root / "thinkprobe", ignore=shutil.ignore_patterns("__pycache__"))
+    assert _code_hash(root, TRAJ) == sampling_code_sha256(False)
+    assert _code_hash(root, stopping) == sampling_code_sha256(True)
+    with open(root / "thinkprobe/trajectories/labelling.py", "a", encoding="utf-8") as fh:
+        fh.write("\n# a parser edit\n")
+    assert _code_hash(root, TRAJ) == sampling_code_sha256(False)
+    assert _code_hash(root, stopping) != sampling_code_sha256(True)
+    with open(root / "thinkprobe/trajectories/sampling.py", "a", encoding="utf-8") as fh:
+        fh.write("\n# a sampling edit\n")
+    assert _code_hash(root, TRAJ) != sampling_code_sha256(False)

@@ -1,0 +1,180 @@
+"""Stored results are verified before reuse (issue 28, item 1).
+
+Each test alters a stored result the way a hand or a script would, keeping it valid JSON (a checkpoint
+dropped, every answer rewritten to 999, a document copied under another key), then runs what would reuse it:
+the altered item is never reused, a warning names it, and it is recomputed from what is intact. The sampling
+job runs for real against an OpenAI-compatible server on loopback that counts the requests
+(:mod:`tests.test_sampling_keys`), so what was sampled again shows in the requests.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from thinkprobe import integrity
+
+from .test_sampling_keys import Endpoint, run, write_traces
+
+pytestmark = pytest.mark.fast
+
+
+@pytest.fixture()
+def endpoint(tok):
+    e = Endpoint(tok)
+    yield e
+    e.peer.close()
+
+
+from .test_sampling_keys import tok  # noqa: E402,F401 - the module's tokenizer fixture
+
+
+def _finished(tmp_path: Path, qid: str) -> Path:
+    (path,) = (tmp_path / "store/m/qs" / qid / "1").glob("finished-*.json")
+    return path
+
+
+def _documents(tmp_path: Path, out: str = "b0000.json") -> dict:
+    return {d["unit"]["question_id"]: d for d in json.loads((tmp_path / "out" / out).read_text())["documents"]}
+
+
+def test_an_altered_finished_document_is_not_reused_but_assembled_again(endpoint, tmp_path, tok):
+    """The issue's case: a finished-<key>.json rebuilt with a checkpoint dropped and every answer 999, still
+    valid JSON (today it was reused as it is). Now: a warning naming it, the file moved aside, and the trace's
+    document assembled again from the store's parts: identical to the original, nothing sampled again."""
+    traces = write_traces(tmp_path, tok)
+    model = endpoint.model(max_model_len=2048)
+    run(endpoint, tmp_path, traces, model)
+    original = _documents(tmp_path)
+    path = _finished(tmp_path, "q1")
+    doc = json.loads(path.read_text())
+    cps = doc["document"]["checkpoints"]
+    assert len(cps) > 2
+    del cps[1]
+    for cp in cps:
+        for c in cp["continuations"]:
+            c["text"] = "The answer is 999."
+    path.write_text(json.dumps(doc))  # valid JSON, the old digest block kept
+    stats, posts, log = run(endpoint, tmp_path, traces, model, out="again.json")
+    assert f"WARNING: {path}: its content does not match its digest: it was altered after it was written; not " \
+           "reused" in log and "assembled again from the store's parts" in log
+    assert stats["documents_reused"] == 1 and posts == 0  # q2 reused; q1 from its parts, nothing sampled
+    again = _documents(tmp_path, "again.json")
+    assert again["q1"]["checkpoints"] == original["q1"]["checkpoints"]
+    assert "The answer is 999." not in json.dumps(again)
+    assert list(path.parent.glob(path.name + ".altered-*"))  # kept, aside; a sound document in its place
+    assert integrity.problem(json.loads(path.read_text()), json.loads(path.read_text())["key"]) is None
+    stats, posts, log = run(endpoint, tmp_path, traces, model, out="third.json")
+    assert stats["documents_reused"] == 2 and "WARNING" not in log
+
+
+def test_a_finished_document_copied_under_another_key_is_not_reused(endpoint, tmp_path, tok):
+    """q2's document, copied over q1's file with its key field rewritten to q1's: the key digest differs."""
+    traces = write_traces(tmp_path, tok)
+    model = endpoint.model(max_model_len=2048)
+    run(endpoint, tmp_path, traces, model)
+    q1, q2 = _finished(tmp_path, "q1"), _finished(tmp_path, "q2")
+    doc = json.loads(q2.read_text())
+    doc["key"] = json.loads(q1.read_text())["key"]
+    q1.write_text(json.dumps(doc))
+    stats, posts, log = run(endpoint, tmp_path, traces, model, out="again.json")
+    assert "its key does not match: it was stored under another key" in log
+    assert stats["documents_reused"] == 1 and posts == 0
+    assert _documents(tmp_path, "again.json")["q1"]["unit"]["question_id"] == "q1"
+
+
+def test_an_altered_part_is_sampled_again_and_the_intact_parts_are_reused(endpoint, tmp_path, tok):
+    """A part of the continuation store with its answers rewritten: its checkpoints alone are sampled again."""
+    traces = write_traces(tmp_path, tok)
+    model = endpoint.model(max_model_len=2048)
+    traj = {**__import__("tests.test_sampling_keys", fromlist=["TRAJ"]).TRAJ, "prefixes_per_call": 2}
+    run(endpoint, tmp_path, traces, model, traj)
+    parts = sorted((tmp_path / "store/m/qs/q1/1").glob("*/part-*.json"))
+    assert len(parts) > 1
+    total = sum(len(json.loads(p.read_text())["entries"]) for p in parts)
+    total += sum(len(json.loads(p.read_text())["entries"])
+                 for p in (tmp_path / "store/m/qs/q2/1").glob("*/part-*.json"))
+    altered = json.loads(parts[0].read_text())
+    for e in altered["entries"]:
+        for c in e["continuations"]:
+            c["text"] = "The answer is 999."
+    parts[0].write_text(json.dumps(altered))
+    for f in (tmp_path / "store").rglob("finished-*.json"):
+        f.unlink()  # the finished documents gone: the parts are what a rerun reads
+    stats, posts, log = run(endpoint, tmp_path, traces, model, traj, out="again.json")
+    assert f"WARNING: {parts[0]}: its content does not match its digest" in log
+    assert "its checkpoints are sampled again (the other parts are intact)" in log
+    assert stats["checkpoints_reused"] == total - len(altered["entries"])
+    assert stats["prefixes"] == len(altered["entries"]) and posts == len(altered["entries"])
+    assert "The answer is 999." not in (tmp_path / "out/again.json").read_text()
+    assert list(parts[0].parent.glob(parts[0].name + ".altered-*"))
+
+
+def test_altered_unit_and_batch_files_are_never_used(tmp_path, capsys):
+    """Unit files (what segment, graph, metrics and the tables read) and batch files carry their digests: an
+    altered one is excluded (or its job stops) with a warning naming it; a unit file is marked out of date
+    for the next run to recompute (it stays, for the other jobs of the run that list it), a batch is moved
+    aside; a file copied to another unit's place does not verify either."""
+    from thinkprobe.stages.tables import aggregate
+    from thinkprobe.stages.unitfiles import (UnitFileError, load_embeddings, read_unit, save_embeddings, unit_doc,
+                                             write_unit)
+    from thinkprobe.trajectories.workflow import BatchFileError, read_batch, write_batch
+
+    import numpy as np
+    import pandas as pd
+
+    from thinkprobe.metrics import METRIC_NAMES
+
+    def metrics_file(qid: str) -> Path:
+        unit = {"model": "m", "question_set": "qs", "question_id": qid, "run": "1"}
+        path = tmp_path / "results/metrics/m/qs" / qid / "1.json"
+        write_unit(path, unit_doc(unit, "ok", {}, trace_id=f"m/qs/{qid}/1", ids=unit,
+                                  metrics={m: 0.5 for m in METRIC_NAMES}))
+        return path
+
+    a, b = metrics_file("a"), metrics_file("b")
+    assert read_unit(a)["metrics"]["AT"] == 0.5 and integrity.FIELD not in read_unit(a)
+    doc = json.loads(a.read_text())
+    doc["metrics"]["AT"] = 999.0
+    a.write_text(json.dumps(doc))
+    n_ok, n_excluded = aggregate([str(a), str(b)], [], str(tmp_path / "m.parquet"), str(tmp_path / "e.parquet"))
+    assert (n_ok, n_excluded) == (1, 1)
+    ex = pd.read_parquet(tmp_path / "e.parquet")
+    assert ex["trace_id"].tolist() == ["m/qs/a/1"] and "altered after it was written" in ex["reason"][0]
+    assert 999.0 not in pd.read_parquet(tmp_path / "m.parquet")["AT"].tolist()
+    err = capsys.readouterr().err
+    assert f"WARNING: {a}: its content does not match its digest" in err and "the next run recomputes" in err
+    assert a.stat().st_mtime < 10 < b.stat().st_mtime  # out of date: older than any input, so rerun
+
+    # copied to another unit's place: its key does not verify
+    c = tmp_path / "results/metrics/m/qs/c/1.json"
+    c.parent.mkdir(parents=True)
+    c.write_bytes(b.read_bytes())
+    with pytest.raises(UnitFileError, match="its key does not match"):
+        read_unit(c)
+    assert c.stat().st_mtime > 10  # a reader outside the workflow marks nothing
+    # a unit file without a digest (older, or written by hand) is read as it is
+    c.write_text(json.dumps(integrity.unsealed(json.loads(b.read_text()))))
+    assert read_unit(c)["metrics"]["AT"] == 0.5
+
+    emb = tmp_path / "results/embeddings/m/qs/a/1.npz"
+    save_embeddings(emb, np.ones((3, 4)))
+    assert load_embeddings(emb).shape == (3, 4)
+    with np.load(emb) as data:
+        arrays = dict(data)
+    arrays["tu"] = arrays["tu"] * 2
+    np.savez(emb, **arrays)
+    with pytest.raises(UnitFileError, match="altered after it was written"):
+        load_embeddings(emb)
+
+    batch = tmp_path / "results/continuations/m/qs/b0000.json"
+    write_batch(batch, {"documents": [{"unit": {"question_id": "a"}, "checkpoints": [1, 2]}]})
+    assert read_batch(batch)["documents"][0]["checkpoints"] == [1, 2]
+    doc = json.loads(batch.read_text())
+    doc["documents"][0]["checkpoints"] = [1]
+    batch.write_text(json.dumps(doc))
+    with pytest.raises(BatchFileError, match="not reused .moved to b0000.json.altered-"):
+        read_batch(batch)
+    assert not batch.exists()
