@@ -94,7 +94,7 @@ def kruskal_table(table: pd.DataFrame, targets: Sequence[str], groupings: Sequen
                    **kruskal_wallis(table[target], table[grouping])}
             if b > 0:
                 scheme = (permutation.get("units") or {}).get(grouping, "traces")
-                row.update(null_columns(table, target, grouping, b, int(permutation.get("seed", 42)), scheme))
+                row.update(null_columns(table, target, grouping, b, int(permutation["seed"]), scheme))
             rows.append(row)
     out = pd.DataFrame(rows, columns=KRUSKAL_COLUMNS[:-1] + (NULL_COLUMNS if b > 0 else []))
     out["p_bonferroni"] = np.nan
