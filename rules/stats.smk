@@ -87,7 +87,7 @@ rule stats_kruskal:
         "results/logs/stats/kruskal.log",
     localrule: True
     conda:
-        "../envs/cpu.yaml"
+        ENVS["cpu"]
     script:
         "../workflow/scripts/stats_kruskal.py"
 
@@ -104,7 +104,7 @@ rule stats_dunn:
         "results/logs/stats/dunn.log",
     localrule: True
     conda:
-        "../envs/cpu.yaml"
+        ENVS["cpu"]
     script:
         "../workflow/scripts/stats_dunn.py"
 
@@ -120,7 +120,7 @@ rule stats_spearman:
         "results/logs/stats/spearman.log",
     localrule: True
     conda:
-        "../envs/cpu.yaml"
+        ENVS["cpu"]
     script:
         "../workflow/scripts/stats_spearman.py"
 
@@ -138,7 +138,7 @@ rule stats_stability:
         "results/logs/stats/stability.log",
     localrule: True
     conda:
-        "../envs/cpu.yaml"
+        ENVS["cpu"]
     script:
         "../workflow/scripts/stats_stability.py"
 
@@ -158,7 +158,7 @@ rule stats_cycles:
         mem_mb=2000,
         runtime=30,
     conda:
-        "../envs/cpu.yaml"
+        ENVS["cpu"]
     script:
         "../workflow/scripts/stats_cycles.py"
 
@@ -178,21 +178,21 @@ rule stats_confound:
         "results/logs/stats/confound.log",
     localrule: True
     conda:
-        "../envs/cpu.yaml"
+        ENVS["cpu"]
     script:
         "../workflow/scripts/stats_confound.py"
 
 
 rule stats_ablation:
     input:
-        all_unit_files("traces", "json"),
+        all_trace_inputs(),  # trace files, or the manifests of the jobs that collect them (thinkprobe.tracefiles)
     output:
         STATS_TABLES["ablation"],
     params:
         analysis=ANALYSIS,
         n=STATS["ablation_traces"],
         seed=STATS["ablation_seed"],
-        code=STATS_CODE["ablation"],
+        code=source_hash(sorted({*_STATS_MODULES["ablation"], "tracefiles"})),  # + collected trace files
     log:
         "results/logs/stats/ablation.log",
     threads: config["resources"]["analysis_threads"]
@@ -200,7 +200,7 @@ rule stats_ablation:
         mem_mb=config["resources"]["analysis_mem_mb"],
         runtime=30,
     conda:
-        "../envs/cpu.yaml"
+        ENVS["cpu"]
     script:
         "../workflow/scripts/stats_ablation.py"
 
@@ -217,14 +217,14 @@ rule stats_robustness:
         "results/logs/stats/robustness.log",
     localrule: True
     conda:
-        "../envs/cpu.yaml"
+        ENVS["cpu"]
     script:
         "../workflow/scripts/stats_robustness.py"
 
 
 rule stats_sensitivity:
     input:
-        traces=all_unit_files("traces", "json"),
+        traces=all_trace_inputs(),
         metrics="results/tables/metrics.parquet",
     output:
         table="results/stats/encoder_sensitivity.parquet",
@@ -232,7 +232,7 @@ rule stats_sensitivity:
     params:
         analysis=ANALYSIS,
         encoder=STATS["sensitivity_encoder"],
-        code=STATS_CODE["sensitivity"],
+        code=source_hash(sorted({*_STATS_MODULES["sensitivity"], "tracefiles"})),  # + collected trace files
     log:
         "results/logs/stats/sensitivity.log",
     threads: config["resources"]["analysis_threads"]
@@ -240,7 +240,7 @@ rule stats_sensitivity:
         mem_mb=config["resources"]["analysis_mem_mb"],
         runtime=60,
     conda:
-        "../envs/cpu.yaml"
+        ENVS["cpu"]
     script:
         "../workflow/scripts/stats_sensitivity.py"
 
@@ -262,7 +262,7 @@ rule stats_agreement:
         mem_mb=config["resources"]["analysis_mem_mb"],
         runtime=60,
     conda:
-        "../envs/cpu.yaml"
+        ENVS["cpu"]
     script:
         "../workflow/scripts/stats_agreement.py"
 
@@ -290,7 +290,7 @@ for _fig, _inputs in STATS_FIGURES.items():
             f"results/logs/stats/fig_{_fig}.log",
         localrule: True
         conda:
-            "../envs/cpu.yaml"
+            ENVS["cpu"]
         script:
             "../workflow/scripts/stats_figure.py"
 
@@ -315,7 +315,7 @@ rule stats_pages:
         "results/logs/stats/pages.log",
     localrule: True
     conda:
-        "../envs/cpu.yaml"
+        ENVS["cpu"]
     script:
         "../workflow/scripts/stats_pages.py"
 
@@ -337,6 +337,6 @@ rule stats_summary:
         "results/logs/stats/summary.log",
     localrule: True
     conda:
-        "../envs/cpu.yaml"
+        ENVS["cpu"]
     script:
         "../workflow/scripts/stats_summary.py"
