@@ -21,9 +21,10 @@ def _plan(*args: str, cwd=REPO) -> subprocess.CompletedProcess:
 
 
 def _readme_table(config: str) -> str:
-    text = (REPO / "README.md").read_text()
+    """The cost table of ``config`` in the docs (docs/cluster.md: "Reproducing the papers: what they would cost")."""
+    text = (REPO / "docs" / "cluster.md").read_text()
     m = re.search(rf"<!-- plan: {re.escape(config)} -->\n(.*?)\n<!-- /plan -->", text, re.S)
-    assert m, f"README has no plan table for {config}"
+    assert m, f"docs/cluster.md has no plan table for {config}"
     return m.group(1).strip()
 
 
