@@ -37,9 +37,9 @@ from tests.paper_studies import FULL_UNITS, paper_study  # noqa: E402
 
 def dry_run(workdir: Path, study: Path, target: str | None = None) -> tuple[float, float, int, str]:
     """Wall seconds, CPU seconds (the Snakemake process and its children), jobs scheduled, and the output."""
-    cmd = [sys.executable, "-m", "snakemake", "--snakefile", str(REPO / "Snakefile"), "--directory", str(workdir),
-           "--profile", str(REPO / "profiles" / "slurm"), "--sdm", "env-modules", "-n", "--configfile", str(study),
-           *([target] if target else [])]
+    cmd = [sys.executable, "-m", "snakemake", *([target] if target else []), "--snakefile", str(REPO / "Snakefile"),
+           "--directory", str(workdir), "--profile", str(REPO / "profiles" / "slurm"), "--sdm", "env-modules", "-n",
+           "--configfile", str(study)]
     env = {**os.environ, "PYTHONPATH": str(REPO) + os.pathsep + os.environ.get("PYTHONPATH", "")}
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.perf_counter()
@@ -74,6 +74,7 @@ def main() -> None:
                 rows.append((f"{name} {label}: dry-run wall / CPU (s)", f"{wall:,.1f} / {cpu:,.1f}"))
                 rows.append((f"{name} {label}: wall ms per unit / per job", f"{1000 * wall / n:.2f} / "
                                                                            f"{1000 * wall / max(jobs, 1):.2f}"))
+                print(" | ".join(v for _, v in rows[-3:]), file=sys.stderr, flush=True)  # progress
         if args.target:
             wd = Path(tmp) / "target"
             study, n = paper_study(wd, "trajectories-paper")
