@@ -63,8 +63,9 @@ def main() -> None:
             ("CPUs", str(os.cpu_count()))]
     with tempfile.TemporaryDirectory(prefix="dag-bench-") as tmp:
         for name in args.configs:
-            sizes = sorted({*(u for u in args.units if u < FULL_UNITS[name]), None}, key=lambda u: u or 10**9)
-            sizes += [u for u in args.units if u > FULL_UNITS[name]]
+            full = FULL_UNITS[name]  # a size within 2% of the full study is the full study
+            sizes = [*sorted(u for u in args.units if u < 0.98 * full), None,
+                     *sorted(u for u in args.units if u > 1.02 * full)]
             for units in sizes:
                 wd = Path(tmp) / f"{name}-{units or 'full'}"
                 study, n = paper_study(wd, name, units)
