@@ -222,8 +222,10 @@ def stage_modules(module: str, *names: str, data: Iterable[str] = ()) -> list[st
     return sorted(set(used_modules([(module, n) for n in names])) | set(data))
 
 
-# What a rule script imports only to write its job's log (stderr, traceback, timings): part of no output.
-JOB_LOG_ENTRIES = frozenset({("stages.joblog", "job_log"), ("timing", "JobClock"), ("stages.unitfiles", "log_timing")})
+# What a rule script imports only to write its job's log (stderr, traceback, timings) or to check the node it runs
+# on (a GPU job's GPUs): part of no output.
+JOB_LOG_ENTRIES = frozenset({("stages.joblog", "job_log"), ("timing", "JobClock"), ("stages.unitfiles", "log_timing"),
+                             ("generate.gpu_guard", "require_gpus")})
 
 
 def script_entries(script: str | Path) -> list[Ref]:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import html
 
 import pandas as pd
@@ -53,6 +55,16 @@ def aggregate(metric_paths: list[str], problems: list[dict[str, str]], out_metri
     write_table(out_metrics, pd.DataFrame(rows, columns=ID_COLUMNS + list(METRIC_NAMES)), prov)
     write_table(out_exclusions, pd.DataFrame(excluded, columns=EXCLUSION_COLUMNS), prov)
     return len(rows), len(excluded)
+
+
+def batch_units(manifests) -> list[str]:
+    """The metrics files the batch manifests list, in their order (the study's unit order: question set, question,
+    model, run): the ``aggregate`` rule's input is the manifests, one per batch, not one file per unit."""
+    files: list[str] = []
+    for path in manifests:
+        with open(path, encoding="utf-8") as fh:
+            files.extend(u["file"] for u in json.load(fh)["units"])
+    return files
 
 
 def batch_manifest(metric_paths: list[str], out_path: str) -> dict[str, int]:
