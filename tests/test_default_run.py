@@ -107,6 +107,8 @@ def test_trajectory_page_in_chromium(default_run, tmp_path):
     assert (res / "pages" / f"{unit}.html").exists()
 
 
+@pytest.mark.engine
+@pytest.mark.workflow
 def test_changing_resources_reruns_no_generation_job(default_run, tmp_path):
     """Resources are not parameters (issue 23): after a finished run, raising the model's wall time, memory and
     threads, and changing the batching knobs (prefixes per engine call, prompts per call), schedules no
