@@ -46,8 +46,7 @@ if COLLECT.units:
         output:
             "results/collect/{model}/{question_set}/{cbatch}.json",
         params:
-            units=lambda w: _collect_stage.batch_digest(
-                COLLECT.batch_params(w.model, w.question_set, w.cbatch, config["collection"])),
+            units=lambda w: _collect_stage.batch_digest(COLLECT.batch_params(w.model, w.question_set, w.cbatch)),
             store=lambda w: f"results/collect/{w.model}/{w.question_set}/units",
             traces="results/traces",  # where the job writes its units' trace files (thinkprobe.tracefiles)
             code=CODE_COLLECT,

@@ -18,8 +18,9 @@ Expected generated tokens
     * trajectories (answer-distribution trajectories, App. A.1 and A.5 of the trajectories paper): per sampling
       job (one decoding of one batch), the sum over its realized traces of sum over checkpoints j in J of N x
       the expected continuation length. J = {0, s, 2s, ..., K} (stride s, K the trace's reasoning tokens, capped
-      by ``max_reasoning_tokens``); a full continuation from prefix j runs to its answer, about K - j + answer
-      tokens: the expected length, not the budget, bounded by the decoding's ``max_tokens`` when it sets one and
+      by ``max_reasoning_tokens``); a full continuation from prefix j runs to its answer, about K - j + A
+      tokens (A: the collected trace's own answer tokens, its completion less K, so about 0 for a prompted
+      chain of thought whose answer is inside its reasoning; ``planning.answer_tokens_prior`` before collection): the expected length, not the budget, bounded by the decoding's ``max_tokens`` when it sets one and
       by the room left in the context (``max_model_len`` less the prompt and the prefix) when it is null; a
       forced answer costs ``forced.max_tokens``. K is the collected trace's (its manifest), else the prior's.
       Every decoding (``trajectories.decodings``) counts with its own budget, so the cost grows with K squared.
@@ -257,11 +258,12 @@ def throughput(config: Mapping[str, Any], model: Mapping[str, Any], params_b: fl
 
 
 def observed_lengths(base: Path, collect: CollectionPlan) -> tuple[dict[tuple[str, str], list[int]],
-                                                                  dict[UnitKey, int]]:
+                                                                  dict[UnitKey, tuple[int, int | None]]]:
     """What collection already produced: completion tokens per model x question set, and each collected unit's
-    reasoning tokens K, from the collection jobs' manifests (one file per batch, never every unit file)."""
+    reasoning tokens K with its answer tokens (completion less K; None when the manifest lacks the completion),
+    from the collection jobs' manifests (one file per batch, never every unit file)."""
     completions: dict[tuple[str, str], list[int]] = defaultdict(list)
-    k: dict[UnitKey, int] = {}
+    k: dict[UnitKey, tuple[int, int | None]] = {}
     for batch in collect.batches:
         try:
             units = json.loads((base / collect.manifest(batch)).read_text(encoding="utf-8"))["units"]
@@ -273,7 +275,9 @@ def observed_lengths(base: Path, collect: CollectionPlan) -> tuple[dict[tuple[st
             if isinstance(entry.get("completion_tokens"), int):
                 completions[batch[:2]].append(entry["completion_tokens"])
             if isinstance(entry.get("reasoning_tokens"), int):
-                k[UnitKey.from_path(unit)] = entry["reasoning_tokens"]
+                done = entry.get("completion_tokens")
+                k[UnitKey.from_path(unit)] = (entry["reasoning_tokens"], max(0, done - entry["reasoning_tokens"])
+                                              if isinstance(done, int) else None)
     return completions, k
 
 
@@ -421,9 +425,9 @@ def plan_study(config: Mapping[str, Any], base: str | Path = ".", collect: Colle
                    if qs else PROMPT_TEMPLATE_TOKENS for qset, qs in collect.questions.items()}
         caps = {d: decoded_sampling(traj, d)["max_tokens"] for d in tplan.decodings}
         per_trace = lru_cache(maxsize=None)(
-            lambda k, cap, window, prompt: continuation_tokens(k, n=n, stride=stride, limit=limit, cap=cap,
-                                                               window=window, prompt=prompt, answer=answer,
-                                                               forced=forced))
+            lambda k, ans, cap, window, prompt: continuation_tokens(k, n=n, stride=stride, limit=limit, cap=cap,
+                                                                    window=window, prompt=prompt, answer=ans,
+                                                                    forced=forced))
         by_pair: dict[tuple[str, str], list[str]] = defaultdict(list)
         for (m, q, b) in tplan.batches:
             by_pair[(m, q)].append(b)
@@ -451,9 +455,12 @@ def plan_study(config: Mapping[str, Any], base: str | Path = ".", collect: Colle
                     total = 0.0
                     units = tplan.units(model, qset, b)
                     for key in units:
-                        k = observed_k.get(key)
+                        k, ans = observed_k.get(key, (None, None))
                         observed += k is not None
-                        total += per_trace(fallback if k is None else k, cap, window, prompt)
+                        # a collected trace's own answer length (a prompted chain of thought holds its answer
+                        # inside the reasoning: about 0 more), else the prior's
+                        total += per_trace(fallback if k is None else k, answer if ans is None else ans, cap,
+                                           window, prompt)
                     traces += len(units)
                     jobs.append(add_job("traj_sample", model, qset, b, len(units), total))
                 study.rows.append(_row("traj_sample", model, qset, jobs, mi))

@@ -56,9 +56,14 @@ class StaleUnits(RuntimeError):
 
 
 def unit_settings(u: Mapping[str, Any], params: Mapping[str, Any]) -> str:
-    """sha256 of what determines a unit's sample: model, prompt, sampling, seed (not engine tuning knobs)."""
+    """sha256 of what determines a unit's sample (:func:`unit_identity`)."""
     import hashlib
 
+    return hashlib.sha256(json.dumps(unit_identity(u, params), sort_keys=True).encode()).hexdigest()
+
+
+def unit_identity(u: Mapping[str, Any], params: Mapping[str, Any]) -> dict[str, Any]:
+    """What determines a unit's sample: model, prompt, sampling, seed (not engine tuning knobs, not resources)."""
     m = params["model"]
     key = {"backend": m.get("backend"), "model": m.get("path") or m.get("served_model") or m.get("name"),
            "base_url": m.get("base_url"), "reasoning": m.get("reasoning"), "think_prefill": bool(m.get("think_prefill")),
@@ -67,7 +72,7 @@ def unit_settings(u: Mapping[str, Any], params: Mapping[str, Any]) -> str:
            "sampling": _sampling(params["sampling"], u["seed"]).as_dict()}
     if m.get("hub_id"):  # a hub model: its id and pinned revision decide the sample (path models: unchanged key)
         key.update(model=m["hub_id"], revision=m.get("revision") or "main")
-    return hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest()
+    return key
 
 
 def now() -> str:

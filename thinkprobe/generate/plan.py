@@ -90,8 +90,11 @@ class CollectionPlan:
     def runs(self) -> list[str]:
         return sorted({u.run for u in self.units}, key=lambda r: (len(r), r))
 
-    def batch_params(self, model: str, qset: str, batch: str, collection: Mapping[str, Any]) -> dict[str, Any]:
-        """Everything a collection job needs (its Snakemake ``params``): a change reruns that job only."""
+    def batch_params(self, model: str, qset: str, batch: str,
+                     collection: Mapping[str, Any] | None = None) -> dict[str, Any]:
+        """Everything a collection job needs; without ``collection`` (the rule's identity param,
+        :func:`~thinkprobe.generate.collect.batch_digest`) only what decides its units, not the job's
+        loop-detection and chunking settings."""
         job = self.jobs[(model, qset)]
         by_id = {safe_id(q.id): q for q in self.questions[qset]}
         units = []
@@ -100,15 +103,11 @@ class CollectionPlan:
                 key = UnitKey(model, qset, qid, run)
                 units.append({"unit": key.as_dict(), "question": question_dict(by_id[qid]),
                               "seed": unit_seed(job["seed"], key)})
-        return {
-            "model": self.models[model],
-            "prompt_variant": job["prompt_variant"],
-            "sampling": job["sampling"],
-            "seed": job["seed"],
-            "loop_detection": dict(collection["loop_detection"]),
-            "chunk_prompts": collection["chunk_prompts"],
-            "units": units,
-        }
+        out = {"model": self.models[model], "prompt_variant": job["prompt_variant"], "sampling": job["sampling"],
+               "seed": job["seed"], "units": units}
+        if collection is not None:
+            out.update(loop_detection=dict(collection["loop_detection"]), chunk_prompts=collection["chunk_prompts"])
+        return out
 
 
     def manifest(self, batch: tuple[str, str, str]) -> str:
