@@ -329,6 +329,22 @@ def test_editing_the_encoder_reruns_traj_join_and_only_the_rules_that_encode(tmp
                           "stats_kruskal", "stats_pages", "figures"}
 
 
+@pytest.mark.workflow
+def test_editing_a_page_template_reruns_the_page_rules_and_only_them(tmp_path, rules):
+    """Templates are read at run time, not imported: a copy of the package with one template edited
+    changes the `code` param of exactly the rules that write pages (trace pages, model summaries, the
+    report's and the statistics' table pages), through the templating module's CODE_DATA."""
+    import shutil
+
+    shutil.copytree(REPO / "thinkprobe", tmp_path / "pkg" / "thinkprobe",
+                    ignore=shutil.ignore_patterns("__pycache__"))
+    with open(tmp_path / "pkg" / "thinkprobe" / "view" / "templates" / "table_page.html.j2", "a") as fh:
+        fh.write("{# an edit #}\n")
+    after = workflow_rules(tmp_path, tmp_path / "pkg")
+    changed = {n for n in rules if rules[n]["code"] != after[n]["code"]}
+    assert changed == {"trace_pages", "model_summaries", "report_tables", "stats_pages"}
+
+
 # ------------------------------------------------------------------------------ one home per fact
 
 @pytest.mark.fast

@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import json
 
-import html
-
 import pandas as pd
 
 from ..codedeps import stage_modules
@@ -118,8 +116,8 @@ def html_table(table_path: str, out_path: str, title: str, max_rows: int = 5000,
     from ..view.tables import table_page
 
     df = pd.read_parquet(table_path)
-    note = (f"table file <code>{html.escape(table_path)}</code> sha256 <code>{sha256_file(table_path)}</code>")
-    atomic_write_text(out_path, table_page(df, title, read_table_metadata(table_path), links, max_rows, note))
+    atomic_write_text(out_path, table_page(df, title, read_table_metadata(table_path), links, max_rows,
+                                           source=(table_path, sha256_file(table_path))))
 
 
 AGGREGATE_MODULES = stage_modules(__name__.removeprefix("thinkprobe."), "aggregate")
