@@ -185,7 +185,7 @@ class StudyPlan:
         return "\n".join(out)
 
     def markdown(self) -> str:
-        """Per rule and in total, as a Markdown table (the README's figures: ``thinkprobe plan --markdown``)."""
+        """Per rule and in total, as a Markdown table (docs/planning.md's tables: ``thinkprobe plan --markdown``)."""
         out = ["| rule | units | jobs | SLURM jobs | GPUs/job | tokens | min/job | job hours | GPU hours |",
                "|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
         for r in (*self.by_rule(), self.total()):
