@@ -14,7 +14,7 @@ rule import_traces:
         require_think=ANALYSIS["input"]["require_think"],
         max_trace_bytes=ANALYSIS["input"]["max_trace_bytes"],
         retry=lambda w: RETRY.get((w.question_set, w.question_id), ""),  # a changed input: rerun (thinkprobe.retry)
-        code=CODE["import"],
+        code=script_code("import_traces.py"),
     log:
         "results/logs/import_traces/{question_set}/{question_id}.log",
     group:
@@ -49,7 +49,7 @@ if COLLECT.units:
             units=lambda w: _collect_stage.batch_digest(COLLECT.batch_params(w.model, w.question_set, w.cbatch)),
             store=lambda w: f"results/collect/{w.model}/{w.question_set}/units",
             traces="results/traces",  # where the job writes its units' trace files (thinkprobe.tracefiles)
-            code=CODE_COLLECT,
+            code=script_code("collect.py"),
         wildcard_constraints:
             model="[A-Za-z0-9._-]+",
             cbatch="c[0-9]+",

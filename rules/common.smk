@@ -7,14 +7,8 @@
 
 from snakemake.exceptions import WorkflowError
 
-from thinkprobe.codedeps import script_modules
+from thinkprobe.codedeps import script_code as _script_code
 from thinkprobe.config import ConfigError, load_schema, validate_config
-from thinkprobe.outputs import source_hash
-from thinkprobe.stages import graph as _graph_stage
-from thinkprobe.stages import ingest as _ingest_stage
-from thinkprobe.stages import metrics as _metrics_stage
-from thinkprobe.stages import segment as _segment_stage
-from thinkprobe.stages import tables as _tables_stage
 from thinkprobe.traces import run_name
 from thinkprobe.units import InputError, discover, no_traces_message
 from thinkprobe.generate.plan import CollectionConfigError, join_collection
@@ -115,20 +109,14 @@ BATCHES = {
 }
 ANALYSIS = config["analysis"]
 
-# Source hash of the thinkprobe modules behind each stage (editing a module reruns the stages using it).
-# The module lists are derived from the code each stage really uses (thinkprobe.codedeps).
-CODE = {
-    "import": source_hash(_ingest_stage.MODULES),
-    "segment": source_hash(sorted({*_segment_stage.MODULES, "tracefiles"})),  # + where a shard's trace files lie
-    "graph": source_hash(_graph_stage.MODULES),
-    "metrics": source_hash(_metrics_stage.MODULES),
-    "batch": source_hash(_tables_stage.BATCH_MODULES),
-    "aggregate": source_hash(_tables_stage.AGGREGATE_MODULES),
-    "profiles": source_hash(_tables_stage.PROFILE_MODULES),
-    "report": source_hash(_tables_stage.REPORT_MODULES),
-    "figures": source_hash(script_modules(workflow.source_path("../workflow/scripts/figures.py"))),
-    "plan": source_hash(script_modules(workflow.source_path("../workflow/scripts/plan.py"))),
-}
+
+
+def script_code(script, *data):
+    """A rule's `code` param: the hash of the thinkprobe modules (and package files) its script's imports reach
+    (thinkprobe.codedeps.script_code), so that editing a module reruns exactly the rules whose scripts use it.
+    ``data``: what the rule itself depends on besides its script (``"tracefiles"``: where its input files lie)."""
+    return _script_code(workflow.source_path(f"../workflow/scripts/{script}"), *data)
+
 
 
 def file_sha(path):
@@ -186,11 +174,9 @@ import re
 import sys
 from pathlib import Path
 
-from thinkprobe.generate import collect as _collect_stage
 from thinkprobe.generate.plan import CollectedTraces
 from thinkprobe.units import UnitKey
 
-CODE_COLLECT = source_hash(_collect_stage.MODULES)
 # a question set is imported or collected, never both (checked by join_grid at planning)
 COLLECTED_SETS = "|".join(re.escape(q) for q in COLLECT.question_sets) or "(?!)"
 IMPORTED_SETS = f"(?!(?:{COLLECTED_SETS})(?:/|$))[A-Za-z0-9._-]+" if COLLECT.units else "[A-Za-z0-9._-]+"

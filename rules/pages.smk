@@ -4,7 +4,6 @@
 # and, with `pages.trajectories`, every unit with an answer-distribution trajectory.
 
 from thinkprobe.view import workflow as _pages
-from thinkprobe.view.sources import page_modules as _page_modules
 
 PAGES = config["pages"]
 _TRAJ_UNITS = (
@@ -44,7 +43,7 @@ rule trace_pages:
         tau=TRAJ["tau"],
         analysis=sections("input", "segmentation", "texttiling", "trajectory", "cross_segment", "classification",
                           "metrics", "encoder"),
-        code=source_hash(script_modules(workflow.source_path("../workflow/scripts/trace_pages.py"), _page_modules())),
+        code=script_code("trace_pages.py"),
     log:
         "results/logs/trace_pages.log",
     localrule: True  # like the figures and report pages: no SLURM job of its own (a page costs milliseconds
@@ -73,7 +72,7 @@ rule model_summaries:
     params:
         models=MODELS,
         pages={u: f"../../pages/{u}.html" for u in PAGE_UNITS} if PAGES["enabled"] else {},
-        code=source_hash(script_modules(workflow.source_path("../workflow/scripts/model_summaries.py"))),
+        code=script_code("model_summaries.py"),
     log:
         "results/logs/model_summaries.log",
     localrule: True

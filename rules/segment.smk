@@ -12,7 +12,7 @@ rule segment:
         analysis=sections("input", "segmentation", "texttiling", "encoder"),
         cue_lexicon=file_sha(ANALYSIS["segmentation"]["cue_lexicon"]),
         absent=shard_absent,  # units outside a collected set's grid: no trace file
-        code=CODE["segment"],
+        code=script_code("segment.py", "tracefiles"),  # + where the trace files lie (the rule's inputs)
     log:
         "results/logs/segment/{question_set}/{question_id}.log",
     group:

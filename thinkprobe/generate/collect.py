@@ -29,11 +29,12 @@ import os
 import stat
 import time
 from datetime import datetime, timezone
+from functools import lru_cache
 from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
 from .. import __version__
-from ..codedeps import used_modules
+from ..codedeps import code_modules
 from ..outputs import source_hash, write_json
 from ..tracefiles import trace_file
 from ..units import UnitKey
@@ -45,9 +46,6 @@ from .plan import unit_seed
 from .questions import Question, format_prompt
 from .reasoning import find_loop, split_reasoning
 
-# The collection rule's code, derived (thinkprobe.codedeps): the job and the engine factory it is given.
-MODULES = used_modules([("generate.collect", "collect_batch"), ("generate.collect", "collection_job"),
-                        ("generate.engine", "open_engine")])
 STORE_VERSION = 1
 
 
@@ -313,6 +311,15 @@ def _generate_chunk(engine: Engine, chunk: Sequence[Mapping[str, Any]], prompts:
     return out
 
 
+@lru_cache(maxsize=None)
+def collection_code_sha256() -> str:
+    """sha256 of the collection job's code (the job, its plan and the engine factory; :mod:`thinkprobe.codedeps`),
+    recorded in every stored unit's provenance; derived once per process."""
+    from .engine import open_engine
+
+    return source_hash(code_modules(collect_batch, collection_job, open_engine))
+
+
 def unit_store_doc(u: Mapping[str, Any], params: Mapping[str, Any], engine: Engine, prompt: str, gen: Generation,
                    split, extra: Mapping[str, Any], attempts: list[dict[str, Any]]) -> dict[str, Any]:
     """The stored record of one finished unit: reasoning, answer, token ids, and full provenance."""
@@ -320,7 +327,7 @@ def unit_store_doc(u: Mapping[str, Any], params: Mapping[str, Any], engine: Engi
     seed = extra["seed"]
     prov = {
         "thinkprobe_version": __version__,
-        "source_sha256": source_hash(MODULES),
+        "source_sha256": collection_code_sha256(),
         "model": model_cfg["name"],
         "model_path": str(model_cfg.get("path") or model_cfg.get("hub_id") or model_cfg.get("served_model")
                           or model_cfg["name"]),

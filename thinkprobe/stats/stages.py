@@ -6,24 +6,14 @@ call these.
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 import pandas as pd
 
-from ..codedeps import stage_modules
+from ..codedeps import code_modules
 from ..vocabulary import DIMENSIONS, METRIC_NAMES
 from ..outputs import provenance, read_table_metadata, write_table
 from ..units import unit_path
-
-# The function behind each kind of stats rule; its code (what the function really uses, thinkprobe.codedeps)
-# is the rule's `code` param and its outputs' source hash.
-ENTRIES = {"kruskal": "kruskal_stage", "dunn": "dunn_stage", "spearman": "spearman_stage",
-           "stability": "stability_stage", "cycles": "cycles_stage", "confound": "confound_stage",
-           "ablation": "ablation_stage", "sensitivity": "sensitivity_stage", "robustness": "robustness_stage",
-           "figures": "draw", "agreement": "agreement_stage", "pages": "table_pages",
-           "summary": "summary_stage", "claims": "claims_stage"}
-MODULES: dict[str, list[str]] = {kind: stage_modules("stats.stages", entry) for kind, entry in ENTRIES.items()}
-
 
 # the packages whose code computes the statistics: their versions go into every stats table's provenance,
 # so a rerun elsewhere can tell a changed number from a changed library
@@ -61,9 +51,12 @@ def rule_params(config: dict[str, Any]) -> dict[str, Any]:
             "dimensions": ((config.get("analysis") or {}).get("profile") or {}).get("dimensions")}
 
 
-def _prov(kind: str, params: dict[str, Any], inputs: Sequence[str], source: str | None = None) -> dict[str, Any]:
+def _prov(stage: Callable[..., Any], params: dict[str, Any], inputs: Sequence[str],
+          source: str | None = None) -> dict[str, Any]:
+    """The provenance block of a table written by ``stage``: the modules its code reaches (thinkprobe.codedeps),
+    the parameters, the inputs' sha256 and, for a table computed from another, that table's provenance."""
     extra = {"source_provenance": read_table_metadata(source)} if source else {}
-    return provenance(MODULES[kind], params, list(inputs), packages=package_versions(), **extra)
+    return provenance(code_modules(stage), params, list(inputs), packages=package_versions(), **extra)
 
 
 def _trace_level(profiles_path: str) -> pd.DataFrame:
@@ -81,7 +74,7 @@ def kruskal_stage(metrics_path: str, profiles_path: str, out_kruskal: str, out_r
     table = pd.concat([kruskal_table(metrics, METRIC_NAMES, groupings, "metric", permutation),
                        kruskal_table(traces, list(DIMENSIONS), groupings, "dimension", permutation)],
                       ignore_index=True)
-    prov = _prov("kruskal", {"groupings": list(groupings), "permutation": permutation},
+    prov = _prov(kruskal_stage, {"groupings": list(groupings), "permutation": permutation},
                  [metrics_path, profiles_path], metrics_path)
     write_table(out_kruskal, table, prov)
     write_table(out_ratio, model_over_domain(table), prov)
@@ -95,7 +88,7 @@ def dunn_stage(metrics_path: str, profiles_path: str, out: str, grouping: str = 
     metrics, traces = pd.read_parquet(metrics_path), _trace_level(profiles_path)
     table = pd.concat([dunn_table(metrics, METRIC_NAMES, grouping), dunn_table(traces, list(DIMENSIONS), grouping)],
                       ignore_index=True)
-    write_table(out, table, _prov("dunn", {"grouping": grouping, "p_adjust": "bonferroni"},
+    write_table(out, table, _prov(dunn_stage, {"grouping": grouping, "p_adjust": "bonferroni"},
                                   [metrics_path, profiles_path], metrics_path))
     return table
 
@@ -105,7 +98,7 @@ def spearman_stage(metrics_path: str, out: str) -> pd.DataFrame:
     from .correlation import spearman_table
 
     table = spearman_table(pd.read_parquet(metrics_path), METRIC_NAMES)
-    write_table(out, table, _prov("spearman", {"clustering": "ward on 1 - rho"}, [metrics_path], metrics_path))
+    write_table(out, table, _prov(spearman_stage, {"clustering": "ward on 1 - rho"}, [metrics_path], metrics_path))
     return table
 
 
@@ -118,8 +111,8 @@ def stability_stage(metrics_path: str, profiles_path: str, out_cv: str, out_cosi
     models = profiles[profiles["level"] == "model"] if "level" in profiles else profiles
     cv = run_cv(metrics, METRIC_NAMES)
     cos = cosine_table(models, list(DIMENSIONS))
-    write_table(out_cv, cv, _prov("stability", {"sd": "sample (ddof=1)"}, [metrics_path], metrics_path))
-    write_table(out_cosine, cos, _prov("stability", {}, [profiles_path], profiles_path))
+    write_table(out_cv, cv, _prov(stability_stage, {"sd": "sample (ddof=1)"}, [metrics_path], metrics_path))
+    write_table(out_cosine, cos, _prov(stability_stage, {}, [profiles_path], profiles_path))
     return cv, cos
 
 
@@ -138,7 +131,7 @@ def cycles_stage(graph_paths: Sequence[str], cap: int, out_cycles: str, out_summ
                "trace_id": unit_path(unit)}
         rows.extend(graph_cycle_rows(doc["graph"], ids, cap))
     table = pd.DataFrame(rows, columns=CYCLE_COLUMNS)
-    prov = _prov("cycles", {"cycle_cap": cap}, graph_paths)
+    prov = _prov(cycles_stage, {"cycle_cap": cap}, graph_paths)
     write_table(out_cycles, table, prov)
     write_table(out_summary, cycle_summary(table), prov)
     return table
@@ -152,7 +145,7 @@ def confound_stage(metrics_path: str, out_confound: str, out_excluded: str, grou
 
     metrics = pd.read_parquet(metrics_path)
     rho = length_correlations(metrics)
-    prov = _prov("confound", {"length": "AT", "excluded": ["AT", "ATU", "TPI"], "groupings": list(groupings),
+    prov = _prov(confound_stage, {"length": "AT", "excluded": ["AT", "ATU", "TPI"], "groupings": list(groupings),
                               "dimensions": dimensions, "permutation": permutation}, [metrics_path], metrics_path)
     write_table(out_confound, rho, prov)
     write_table(out_excluded, length_excluded_effects(metrics, groupings, dimensions=dimensions,
@@ -191,7 +184,7 @@ def ablation_stage(trace_paths: Sequence[str], analysis: dict[str, Any], n: int,
     encoder = load_encoder(params.encoder)
     per_trace = ablation_trace_table(traces, params, encoder)
     table = ablation_means(per_trace)
-    prov = _prov("ablation", {"analysis": analysis, "n": n, "seed": seed, "traces": [t.trace_id for t in traces],
+    prov = _prov(ablation_stage, {"analysis": analysis, "n": n, "seed": seed, "traces": [t.trace_id for t in traces],
                               "encoder": encoder.encoder_id}, trace_paths)
     write_table(out_traces, per_trace, prov)
     write_table(out, table, prov)
@@ -220,7 +213,7 @@ def sensitivity_stage(trace_paths: Sequence[str], metrics_path: str, analysis: d
     for col in ("model", "question_id", "run", "domain"):  # the ids exactly as the study table states them
         if col in first.columns:
             second[col] = second["trace_id"].map(first[col]).fillna(second[col])
-    prov = _prov("sensitivity", {"analysis": analysis, "second_encoder": encoder_spec,
+    prov = _prov(sensitivity_stage, {"analysis": analysis, "second_encoder": encoder_spec,
                                  "encoder_id": encoder.encoder_id}, [*trace_paths, metrics_path], metrics_path)
     write_table(out_metrics, second, prov)
     table = rank_stability(first.reset_index(), second, dimensions=(analysis.get("profile") or {}).get("dimensions"))
@@ -233,7 +226,7 @@ def robustness_stage(metrics_path: str, out: str, dimensions=None) -> pd.DataFra
     from .robustness import aggregation_robustness
 
     table = aggregation_robustness(pd.read_parquet(metrics_path), dimensions=dimensions)
-    write_table(out, table, _prov("robustness", {"weights": "PC1 of the dimension's z-scores",
+    write_table(out, table, _prov(robustness_stage, {"weights": "PC1 of the dimension's z-scores",
                                                  "dimensions": dimensions}, [metrics_path], metrics_path))
     return table
 
@@ -245,7 +238,7 @@ def agreement_stage(corpus_files: Sequence[str], analysis: dict[str, Any], toler
     from .agreement import agreement_table
 
     table = agreement_table(list(corpus_files), Params.from_dict(analysis), tolerance=tolerance)
-    write_table(out, table, _prov("agreement", {"analysis": analysis, "tolerance": tolerance}, corpus_files))
+    write_table(out, table, _prov(agreement_stage, {"analysis": analysis, "tolerance": tolerance}, corpus_files))
     return table
 
 
@@ -263,7 +256,7 @@ def claims_stage(tables: dict[str, str], metrics_path: str, cycles_path: str | N
                          dimensions=dimensions, b=int(boot["B"]), seed=int(boot["seed"]), level=float(boot["level"]),
                          alpha=alpha)
     inputs = [*tables.values(), metrics_path, *(p for p in (cycles_path, ablation_traces_path) if p)]
-    write_table(out, table, _prov("claims", {"dimensions": dimensions, "bootstrap": boot, "alpha": alpha,
+    write_table(out, table, _prov(claims_stage, {"dimensions": dimensions, "bootstrap": boot, "alpha": alpha,
                                              "unit": "prompt (cluster bootstrap)"}, inputs, metrics_path))
     return table
 

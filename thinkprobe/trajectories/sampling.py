@@ -46,7 +46,7 @@ from typing import Any, Callable, Mapping, Sequence
 
 from functools import lru_cache
 
-from ..codedeps import stage_modules, used_modules
+from ..codedeps import code_modules, used_modules
 from ..answers import DEFAULT_STOP
 from .checkpoints import (Checkpoint, RealizedTrace, Reasoning, TraceError, check_tokenizer, checkpoints,
                           engine_tokenizer_id, find_reasoning, think_close_id)
@@ -59,7 +59,6 @@ from .stopping import StoppingRule
 from .store import ContinuationStore  # noqa: F401 - re-exported
 
 ESTIMATORS = ("full", "forced")
-MODULES = stage_modules("trajectories.sampling", "sample_traces")  # derived: thinkprobe.codedeps
 
 # The sampling code (issue 25, item 5): the functions that decide what each request asks for (prompt, budget,
 # seed, stop strings), which checkpoints are sampled again, what is stored of each continuation and how a
@@ -483,7 +482,7 @@ def continuation_document(plan: TracePlan, entries: Mapping[tuple[str, int], Map
 def sampling_provenance(engine, cfg: SamplingConfig, fingerprint: str | None = None) -> dict[str, Any]:
     from ..outputs import provenance
 
-    return provenance(MODULES, cfg.as_dict(), [], engine={"backend": engine.backend, "model": engine.model,
+    return provenance(code_modules(sample_traces), cfg.as_dict(), [], engine={"backend": engine.backend, "model": engine.model,
                                                            "version": engine.version,
                                                            "max_model_len": engine.max_model_len},
                       tokenizer_sha256=fingerprint, sampling_code_sha256=sampling_code_sha256(cfg.stopping is not None))

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
 from .. import integrity, protect
-from ..codedeps import stage_modules
+from ..codedeps import code_modules
 from ..outputs import provenance, write_json, write_table
 from ..generate.defaults import MODEL_RESOURCE_KEYS, TRAJECTORY_DEFAULTS
 from ..stages.unitfiles import read_unit
@@ -28,15 +28,8 @@ from ..traces import run_name, safe_id
 from ..units import UnitKey, unit_path
 from .checkpoints import RealizedTrace, TraceError, realized_from_unit
 from .labelling import label_document
-from .sampling import MODULES as SAMPLING_MODULES
 from .sampling import SamplingConfig, decoded_sampling, decoding_applies, sample_traces, sampling_code_sha256
 from .store import FinishedDocuments
-
-# The code behind each rule, derived from what its function really uses (thinkprobe.codedeps): its
-# provenance's source hash and the rule's `code` param, so editing a module reruns exactly these rules.
-LABEL_MODULES = stage_modules("trajectories.workflow", "label_batch")
-TABLE_MODULES = stage_modules("trajectories.workflow", "build_tables")
-JOIN_MODULES = stage_modules("trajectories.workflow", "join_batches")
 
 
 class PlanError(ValueError):
@@ -272,7 +265,7 @@ def sample_batch(trace_paths: Sequence[str], out_path: str, model_cfg: Mapping[s
             engine.close()
     stats.update(engine_seconds=engine_seconds, job_seconds=time.perf_counter() - t0, documents_reused=reused)
     write_batch(out_path, {"documents": docs, "stats": stats,
-                           "provenance": provenance(SAMPLING_MODULES, cfg.as_dict(),
+                           "provenance": provenance(code_modules(sample_traces), cfg.as_dict(),
                                                     [p for p in trace_paths if Path(p).exists()],
                                                     model=dict(model_cfg), sampling_code_sha256=ident["code_sha256"])})
     protect.record(out_path, ident)  # checked before a rerun overwrites it
@@ -293,7 +286,7 @@ def label_batch(cont_path: str, out_path: str, questions: Mapping[str, Mapping[s
         q = questions.get(str(doc["unit"]["question_id"]), {})
         rec = label_document(doc, q.get("task") or doc.get("task"), q.get("gold", doc.get("gold")))
         records.append(rec)
-    write_batch(out_path, {"records": records, "provenance": provenance(LABEL_MODULES, {}, [cont_path])})
+    write_batch(out_path, {"records": records, "provenance": provenance(code_modules(label_batch), {}, [cont_path])})
     return {"ok": sum(r["status"] == "ok" for r in records), "excluded": sum(r["status"] != "ok" for r in records)}
 
 
@@ -319,7 +312,7 @@ def build_tables(label_paths: Sequence[str], outputs: Mapping[str, str], tau: fl
     from .distributions import trajectory_record_to_states
 
     records = load_records(label_paths)
-    prov = provenance(TABLE_MODULES, {"tau": tau, "support": support, "group_fraction": group_fraction,
+    prov = provenance(code_modules(build_tables), {"tau": tau, "support": support, "group_fraction": group_fraction,
                                       "confidence": confidence, "disagreement_grid": disagreement_grid}, label_paths)
     traces, excluded = agg.trace_table(records, tau=tau, support=support)
     write_table(outputs["traces"], traces, prov)
@@ -427,7 +420,7 @@ def join_batches(cont_paths: Sequence[str], label_paths: Sequence[str], outputs:
     graphs = graphs_for(docs, analysis, min_words)
     rows, status = join_intervals(docs, recs, graphs)
     table = join_table(rows)
-    prov = provenance(JOIN_MODULES, {"analysis": dict(analysis), "min_words": min_words}, [*cont_paths, *label_paths])
+    prov = provenance(code_modules(join_batches), {"analysis": dict(analysis), "min_words": min_words}, [*cont_paths, *label_paths])
     write_table(outputs["intervals"], pd.DataFrame(rows), prov)
     write_table(outputs["status"], pd.DataFrame(status), prov)
     write_table(outputs["table"], table, prov)
