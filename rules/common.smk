@@ -92,7 +92,7 @@ if not PLAN.records and not COLLECT.units and not PENDING:
         no_traces_message(PLAN, config["inputs"], config["units"]["models"], config["units"]["runs"])
     )
 
-from thinkprobe.retry import pending as _retry_pending
+from thinkprobe.rerun_tokens import pending as _retry_pending
 
 RETRY = _retry_pending()  # shards whose input changed after an earlier planning: their import reruns
 MODELS = PLAN.models

@@ -1,9 +1,9 @@
 # Trace pages (`thinkprobe show` in the workflow): one self-contained HTML page per sampled unit, in the
 # report's category "Traces" (one subcategory per model) and linked from the metrics table. The sample is
-# fixed at planning (thinkprobe.view.workflow.page_units): the first `pages.per_model` units of each model
+# fixed at planning (thinkprobe.stages.pages.page_units): the first `pages.per_model` units of each model
 # and, with `pages.trajectories`, every unit with an answer-distribution trajectory.
 
-from thinkprobe.view import workflow as _pages
+from thinkprobe.stages import pages as _pages
 
 PAGES = config["pages"]
 _TRAJ_UNITS = (

@@ -4,11 +4,11 @@
 # reaches (script_code, rules/common.smk), so editing thinkprobe/stats/cycles.py reruns the cycle census and
 # its figure, nothing else.
 
-from thinkprobe.stats.stages import rule_params as _stats_rule_params
+from thinkprobe.stages.stats import rule_params as _stats_rule_params
 from thinkprobe.stats.summary import SNAPSHOT_TABLES as _SUMMARY_TABLES
 
 STATS = config["stats"]
-# the rules' parameters, assembled in one place (thinkprobe.stats.stages.rule_params): the 5D-CP dimension
+# the rules' parameters, assembled in one place (thinkprobe.stages.stats.rule_params): the 5D-CP dimension
 # map (None: the default), each epsilon^2's permutation null (B shufflings, their seed, what moves), the
 # bootstrap over prompts behind the intervals of the checks against the paper
 _STATS_PARAMS = _stats_rule_params(config)

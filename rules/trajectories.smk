@@ -4,12 +4,12 @@
 # start per job. The continuation store (results/continuations/_store) keeps every finished engine call,
 # so a killed job rerun samples only what is missing.
 
-from thinkprobe.trajectories import workflow as _traj_workflow
+from thinkprobe.trajectories import batches as _traj_batches
 
 TRAJ = config["trajectories"]
 try:
-    TRAJ_PLAN = _traj_workflow.TrajectoryPlan(config)
-except _traj_workflow.PlanError as exc:
+    TRAJ_PLAN = _traj_batches.TrajectoryPlan(config)
+except _traj_batches.PlanError as exc:
     raise WorkflowError(str(exc))
 from thinkprobe.planchecks import uncollected_trajectories as _uncollected
 
@@ -37,7 +37,7 @@ if _over_cap:
 
 rule traj_sample:
     wildcard_constraints:
-        batch=_traj_workflow.BATCH_PATTERN,  # b0000 (default decoding) or b0000-<decoding>
+        batch=_traj_batches.BATCH_PATTERN,  # b0000 (default decoding) or b0000-<decoding>
     input:
         # the manifests of the collection jobs that write the batch's trace files (rules/common.smk)
         traces=lambda w: trace_inputs(TRAJ_PLAN.units(w.model, w.question_set, w.batch)),
@@ -70,7 +70,7 @@ rule traj_sample:
 
 rule traj_label:
     wildcard_constraints:
-        batch=_traj_workflow.BATCH_PATTERN,  # b0000 (default decoding) or b0000-<decoding>
+        batch=_traj_batches.BATCH_PATTERN,  # b0000 (default decoding) or b0000-<decoding>
     input:
         "results/continuations/{model}/{question_set}/{batch}.json",
     output:

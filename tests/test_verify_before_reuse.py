@@ -120,7 +120,7 @@ def test_altered_unit_and_batch_files_are_never_used(tmp_path, capsys):
     from thinkprobe.stages.tables import aggregate
     from thinkprobe.stages.unitfiles import (UnitFileError, load_embeddings, read_unit, save_embeddings, unit_doc,
                                              write_unit)
-    from thinkprobe.trajectories.workflow import BatchFileError, read_batch, write_batch
+    from thinkprobe.stages.trajectories import BatchFileError, read_batch, write_batch
 
     import numpy as np
     import pandas as pd

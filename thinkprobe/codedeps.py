@@ -258,7 +258,7 @@ def stage_modules(module: str, *names: str, data: Iterable[str] = ()) -> list[st
 
 # What a rule script imports only to write its job's log (stderr, traceback, timings) or to check the node it runs
 # on (a GPU job's GPUs): part of no output.
-JOB_LOG_ENTRIES = frozenset({("stages.joblog", "job_log"), ("timing", "JobClock"), ("stages.unitfiles", "log_timing"),
+JOB_LOG_ENTRIES = frozenset({("stages.joblog", "job_log"), ("timing", "JobClock"), ("stages.joblog", "log_timing"),
                              ("generate.gpu_guard", "require_gpus")})
 
 

@@ -12,7 +12,7 @@ from typing import Any
 
 from ..codedeps import code_modules
 from ..traces import Exclusion, to_trace
-from ..retry import register
+from ..rerun_tokens import register
 from ..units import ChangedInput, InputError, UnitKey, load_records, record_key
 from .unitfiles import STATUSES, failure_doc, unit_doc, unit_provenance, write_unit_or_exclude
 
@@ -23,7 +23,7 @@ def import_shard(unit_paths: list[str], records: dict[str, dict[str, Any] | None
     """Write one trace unit file per unit of a question shard; returns counts per status.
 
     A unit whose record changed after planning is written ``excluded`` and, when ``shard`` (question set,
-    question id) is given, registered for the next run (:mod:`thinkprobe.retry`): it is retried, not lost."""
+    question id) is given, registered for the next run (:mod:`thinkprobe.rerun_tokens`): it is retried, not lost."""
     if len(unit_paths) != len(outputs):
         raise ValueError(f"{len(unit_paths)} units but {len(outputs)} output paths")
     params = {"require_think": require_think, "max_trace_bytes": max_trace_bytes}

@@ -287,7 +287,7 @@ def rederive(snapshot_dir: str | Path, out_dir: str | Path, root: str | Path = "
     from ..stages.tables import profiles_table
     from .ablation import ablation_means
     from .cycles import cycle_summary
-    from .stages import claims_stage, confound_stage, kruskal_stage, robustness_stage, rule_params
+    from ..stages.stats import claims_stage, confound_stage, kruskal_stage, robustness_stage, rule_params
 
     snap, out = Path(snapshot_dir), Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)

@@ -68,7 +68,7 @@ def kruskal_stage(metrics_path: str, profiles_path: str, out_kruskal: str, out_r
                   groupings: Sequence[str], permutation: dict[str, Any] | None = None) -> pd.DataFrame:
     """``kruskal.parquet`` (19 metrics + 5 dimensions x groupings, with each epsilon^2's permutation null
     when ``permutation`` has B > 0) and ``model_vs_domain.parquet``."""
-    from .discriminability import kruskal_table, model_over_domain
+    from ..stats.discriminability import kruskal_table, model_over_domain
 
     metrics, traces = pd.read_parquet(metrics_path), _trace_level(profiles_path)
     table = pd.concat([kruskal_table(metrics, METRIC_NAMES, groupings, "metric", permutation),
@@ -83,7 +83,7 @@ def kruskal_stage(metrics_path: str, profiles_path: str, out_kruskal: str, out_r
 
 def dunn_stage(metrics_path: str, profiles_path: str, out: str, grouping: str = "model") -> pd.DataFrame:
     """``dunn.parquet``: Bonferroni-adjusted Dunn p per model pair, for every metric and dimension."""
-    from .posthoc import dunn_table
+    from ..stats.posthoc import dunn_table
 
     metrics, traces = pd.read_parquet(metrics_path), _trace_level(profiles_path)
     table = pd.concat([dunn_table(metrics, METRIC_NAMES, grouping), dunn_table(traces, list(DIMENSIONS), grouping)],
@@ -95,7 +95,7 @@ def dunn_stage(metrics_path: str, profiles_path: str, out: str, grouping: str = 
 
 def spearman_stage(metrics_path: str, out: str) -> pd.DataFrame:
     """``spearman.parquet``: rho and p of every pair of the 19 metrics, with Ward positions."""
-    from .correlation import spearman_table
+    from ..stats.correlation import spearman_table
 
     table = spearman_table(pd.read_parquet(metrics_path), METRIC_NAMES)
     write_table(out, table, _prov(spearman_stage, {"clustering": "ward on 1 - rho"}, [metrics_path], metrics_path))
@@ -104,7 +104,7 @@ def spearman_stage(metrics_path: str, out: str) -> pd.DataFrame:
 
 def stability_stage(metrics_path: str, profiles_path: str, out_cv: str, out_cosine: str) -> tuple[pd.DataFrame, pd.DataFrame]:
     """``cv.parquet`` (run-to-run CV per model x metric) and ``cosine.parquet`` (model 5D-CP cosines)."""
-    from .stability import cosine_table, run_cv
+    from ..stats.stability import cosine_table, run_cv
 
     metrics = pd.read_parquet(metrics_path)
     profiles = pd.read_parquet(profiles_path)
@@ -118,8 +118,8 @@ def stability_stage(metrics_path: str, profiles_path: str, out_cv: str, out_cosi
 
 def cycles_stage(graph_paths: Sequence[str], cap: int, out_cycles: str, out_summary: str) -> pd.DataFrame:
     """``cycles.parquet`` (per trace and subgraph) and ``cycles_summary.parquet`` (per model and subgraph)."""
-    from ..stages.unitfiles import read_unit
-    from .cycles import CYCLE_COLUMNS, cycle_summary, graph_cycle_rows
+    from .unitfiles import read_unit
+    from ..stats.cycles import CYCLE_COLUMNS, cycle_summary, graph_cycle_rows
 
     rows = []
     for path in graph_paths:
@@ -141,7 +141,7 @@ def confound_stage(metrics_path: str, out_confound: str, out_excluded: str, grou
                    dimensions=None, permutation: dict[str, Any] | None = None) -> pd.DataFrame:
     """``length_confound.parquet`` (rho with length) and ``length_excluded.parquet`` (epsilon^2 changes,
     with the length-excluded values' permutation nulls when ``permutation`` has B > 0)."""
-    from .confound import length_correlations, length_excluded_effects
+    from ..stats.confound import length_correlations, length_excluded_effects
 
     metrics = pd.read_parquet(metrics_path)
     rho = length_correlations(metrics)
@@ -155,7 +155,7 @@ def confound_stage(metrics_path: str, out_confound: str, out_excluded: str, grou
 
 def read_traces(trace_paths: Sequence[str]):
     """The analysed units' traces (status ``ok``) as :class:`~thinkprobe.traces.Trace`, id = unit path."""
-    from ..stages.unitfiles import read_unit
+    from .unitfiles import read_unit
     from ..traces import Trace
 
     out = []
@@ -177,7 +177,7 @@ def ablation_stage(trace_paths: Sequence[str], analysis: dict[str, Any], n: int,
     ``ablation_traces.parquet``, the per-trace values behind them."""
     from ..encoder import load_encoder
     from ..params import Params
-    from .ablation import ablation_means, ablation_trace_table, sample_traces
+    from ..stats.ablation import ablation_means, ablation_trace_table, sample_traces
 
     params = Params.from_dict(analysis)
     traces = sample_traces(read_traces(trace_paths), n, seed)
@@ -197,7 +197,7 @@ def sensitivity_stage(trace_paths: Sequence[str], metrics_path: str, analysis: d
     model rankings with the study's metrics table (``encoder_sensitivity.parquet``)."""
     from ..params import Params
     from ..pipeline import analyze
-    from .sensitivity import load_second_encoder, rank_stability
+    from ..stats.sensitivity import load_second_encoder, rank_stability
 
     params = Params.from_dict(analysis)
     traces = read_traces(trace_paths)
@@ -223,7 +223,7 @@ def sensitivity_stage(trace_paths: Sequence[str], metrics_path: str, analysis: d
 
 def robustness_stage(metrics_path: str, out: str, dimensions=None) -> pd.DataFrame:
     """``aggregation_robustness.parquet``: equal-weight vs PCA-weighted model rankings per dimension."""
-    from .robustness import aggregation_robustness
+    from ..stats.robustness import aggregation_robustness
 
     table = aggregation_robustness(pd.read_parquet(metrics_path), dimensions=dimensions)
     write_table(out, table, _prov(robustness_stage, {"weights": "PC1 of the dimension's z-scores",
@@ -235,7 +235,7 @@ def agreement_stage(corpus_files: Sequence[str], analysis: dict[str, Any], toler
     """``agreement.parquet``: thinkprobe's TUs vs the LLM step labels of steering-thinking-llms files
     (:func:`thinkprobe.stats.agreement.agreement_table`)."""
     from ..params import Params
-    from .agreement import agreement_table
+    from ..stats.agreement import agreement_table
 
     table = agreement_table(list(corpus_files), Params.from_dict(analysis), tolerance=tolerance)
     write_table(out, table, _prov(agreement_stage, {"analysis": analysis, "tolerance": tolerance}, corpus_files))
@@ -247,7 +247,7 @@ def claims_stage(tables: dict[str, str], metrics_path: str, cycles_path: str | N
     """``claims.parquet``: the checks against the paper (:mod:`.claims`): replications with bootstrap intervals
     over prompts (``bootstrap``: ``{"B", "seed", "level"}``, config ``stats.bootstrap``, ``bootstrap_seed``,
     ``interval_level``), identities verified on the tables, and findings that are not comparable."""
-    from .claims import claims_table
+    from ..stats.claims import claims_table
 
     boot = dict(bootstrap)
     read = {name: pd.read_parquet(path) for name, path in tables.items()}
@@ -266,7 +266,7 @@ def summary_stage(kruskal_path: str, out: str) -> str:
     from pathlib import Path
 
     from ..outputs import atomic_write_bytes
-    from .summary import summary_text
+    from ..stats.summary import summary_text
 
     text = summary_text(Path(kruskal_path).parent)
     atomic_write_bytes(out, text.encode("utf-8"))
@@ -275,7 +275,7 @@ def summary_stage(kruskal_path: str, out: str) -> str:
 
 def table_pages(tables: dict[str, str], titles: dict[str, str], outputs: dict[str, str]) -> None:
     """One HTML page (table + provenance) per statistics table, for the Snakemake report."""
-    from ..stages.tables import html_table
+    from .tables import html_table
 
     for name, path in tables.items():
         html_table(path, outputs[name], titles.get(name, name))
@@ -285,7 +285,7 @@ def draw(figure: str, inputs: dict[str, str], outputs: Sequence[str], params: di
     """Draw one statistics figure (PNG and PDF) from its input tables, with a provenance footer."""
     from .. import __version__
     from ..outputs import sha256_file
-    from . import figures as fig
+    from ..stats import figures as fig
 
     footer = f"thinkprobe {__version__} | code {code[:12]} | " + "; ".join(
         f"{p} sha256 {sha256_file(p)[:16]}" for p in inputs.values())
