@@ -114,7 +114,7 @@ ANALYSIS = config["analysis"]
 def script_code(script, *data):
     """A rule's `code` param: the hash of the thinkprobe modules (and package files) its script's imports reach
     (thinkprobe.codedeps.script_code), so that editing a module reruns exactly the rules whose scripts use it.
-    ``data``: what the rule itself depends on besides its script (``"tracefiles"``: where its input files lie)."""
+    ``data``: modules the job's inputs depend on besides its script, e.g. ``"tracefiles"`` (where they lie)."""
     return _script_code(workflow.source_path(f"../workflow/scripts/{script}"), *data)
 
 

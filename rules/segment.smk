@@ -1,5 +1,7 @@
 # Layers 1-2 and the TU embeddings, one job per question shard (the encoder is loaded once per job).
 
+from thinkprobe.stages.segment import runtime_minutes as _segment_runtime
+
 
 rule segment:
     input:
@@ -20,7 +22,7 @@ rule segment:
     threads: SEGMENT_THREADS
     resources:
         mem_mb=config["resources"]["analysis_mem_mb"],
-        runtime=lambda w: _segment_stage.runtime_minutes(trace_mb(shard_keys(w))),  # grows with the text
+        runtime=lambda w: _segment_runtime(trace_mb(shard_keys(w))),  # grows with the text
         **GPU_RESOURCES,
     conda:
         ENVS["gpu"] if config["resources"]["encoder_gpu"] else ENVS["cpu"]
