@@ -10,7 +10,7 @@ rule import_traces:
         question_set=IMPORTED_SETS,
     params:
         units=unit_paths,
-        records=lambda w: PLAN.shard_records(w.question_set, w.question_id),
+        records=lambda w: DISCOVERY.shard_records(w.question_set, w.question_id),
         require_think=ANALYSIS["input"]["require_think"],
         max_trace_bytes=ANALYSIS["input"]["max_trace_bytes"],
         retry=lambda w: RETRY.get((w.question_set, w.question_id), ""),  # a changed input: rerun (thinkprobe.rerun_tokens)

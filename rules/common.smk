@@ -69,7 +69,7 @@ import os as _os
 _os.environ.update(SBATCH_NO_REQUEUE="1")
 
 try:
-    PLAN = discover(
+    DISCOVERY = discover(
         INPUTS,  # config["inputs"] with each git entry as a path inside its clone
         base=".",
         max_bytes=config["analysis"]["input"]["max_trace_bytes"],
@@ -79,32 +79,32 @@ try:
 except InputError as exc:
     raise WorkflowError(f"invalid input: {exc}")
 try:  # collected units (config `collection`) join the grid: thinkprobe.generate.plan
-    COLLECT = join_collection(PLAN, config, base=".")
+    COLLECT = join_collection(DISCOVERY, config, base=".")
 except CollectionConfigError as exc:
     raise WorkflowError(f"invalid collection: {exc}")
 from thinkprobe.planchecks import unknown_grid_models
 
-_unknown_models = unknown_grid_models(config["units"]["models"], PLAN.found_models, COLLECT.models)
-if _unknown_models and (PLAN.records or COLLECT.units):  # with nothing at all, the message below says more
+_unknown_models = unknown_grid_models(config["units"]["models"], DISCOVERY.found_models, COLLECT.models)
+if _unknown_models and (DISCOVERY.records or COLLECT.units):  # with nothing at all, the message below says more
     raise WorkflowError(_unknown_models)
-if not PLAN.records and not COLLECT.units and not PENDING:
+if not DISCOVERY.records and not COLLECT.units and not PENDING:
     raise WorkflowError(
-        no_traces_message(PLAN, config["inputs"], config["units"]["models"], config["units"]["runs"])
+        no_traces_message(DISCOVERY, config["inputs"], config["units"]["models"], config["units"]["runs"])
     )
 
 from thinkprobe.rerun_tokens import pending as _retry_pending
 
 RETRY = _retry_pending()  # shards whose input changed after an earlier planning: their import reruns
-MODELS = PLAN.models
-RUNS = PLAN.runs
-SHARDS = [(qset, qid) for qset, qids in PLAN.questions.items() for qid in qids]
+MODELS = DISCOVERY.models
+RUNS = DISCOVERY.runs
+SHARDS = [(qset, qid) for qset, qids in DISCOVERY.questions.items() for qid in qids]
 # Batches of questions: a batch's analysis jobs form one connected component of group "analysis" (joined
 # by the batch manifest), so a SLURM job runs a whole batch with one Snakemake start. Adding a question only
 # changes its batch's manifest, a job that writes one small file.
 _B = config["resources"]["batch_questions"]
 BATCHES = {
     (qset, f"b{k // _B:04d}"): qids[k : k + _B]
-    for qset, qids in PLAN.questions.items()
+    for qset, qids in DISCOVERY.questions.items()
     for k in range(0, len(qids), _B)
 }
 ANALYSIS = config["analysis"]

@@ -54,7 +54,7 @@ rule aggregate:
         exclusions="results/tables/exclusions.parquet",
     params:
         # input problems and the records a collected question set left out (stage "questions")
-        problems=[p.as_row() for p in PLAN.problems] + COLLECT.skipped_rows(),
+        problems=[p.as_row() for p in DISCOVERY.problems] + COLLECT.skipped_rows(),
         code=script_code("aggregate.py"),
     log:
         "results/logs/aggregate.log",

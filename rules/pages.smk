@@ -11,7 +11,7 @@ _TRAJ_UNITS = (
     if TRAJ["enabled"] and PAGES["trajectories"]
     else []
 )
-PAGE_UNITS = _pages.page_units([*PLAN.records, *COLLECT.units], PAGES["per_model"], _TRAJ_UNITS)
+PAGE_UNITS = _pages.page_units([*DISCOVERY.records, *COLLECT.units], PAGES["per_model"], _TRAJ_UNITS)
 # `all` asks for the pages job's index, not for every page: a target list of N pages against a job of N literal
 # outputs costs Snakemake N x N matches when it plans (bench/dag_bench.py)
 PAGE_INDEX = "results/pages/index.json"
