@@ -1,4 +1,4 @@
-"""Which thinkprobe modules a stage's code really uses, found from the source (for the stages' code hashes).
+"""Which thinkprobe modules a rule's code really uses, found from the source (for the rules' code hashes).
 
 The workflow passes each rule the sha256 of the modules behind it, so that editing a module reruns exactly
 the rules that use it (Snakemake's own ``code`` trigger only watches the rule script). Hand-kept module
@@ -20,7 +20,7 @@ whose code they do not run live in small leaf modules of their own (the metric n
 Files that are not Python are read at run time, not imported, so no import leads to them. A module that
 reads files of the package itself (the pages' templates and style sheets) names them in a module-level
 ``CODE_DATA`` tuple of globs relative to the package (``("view/templates/*.j2",)``), read here with
-:mod:`ast`; :func:`module_data` expands it, and :func:`stage_modules` and :func:`script_modules` add those
+:mod:`ast`; :func:`module_data` expands it, and :func:`script_modules` and :func:`code_modules` add those
 files to every stage whose code reaches the module (the packaged lexicons, which a config key may replace
 by a user's file, are named by :mod:`thinkprobe.lexicon`; the user's file is a param of its rule).
 
@@ -247,13 +247,6 @@ def module_data(modules: Iterable[str]) -> list[str]:
             for pattern in _module_info(module).data:
                 files |= {p.relative_to(PACKAGE_DIR).as_posix() for p in PACKAGE_DIR.glob(pattern) if p.is_file()}
     return sorted(files)
-
-
-def stage_modules(module: str, *names: str, data: Iterable[str] = ()) -> list[str]:
-    """``used_modules`` of ``names`` in ``module`` (dotted, e.g. ``"stages.graph"``), plus the package files
-    they read (:func:`module_data`) and ``data``."""
-    code = used_modules([(module, n) for n in names])
-    return sorted(set(code) | set(module_data(code)) | set(data))
 
 
 # What a rule script imports only to write its job's log (stderr, traceback, timings) or to check the node it runs
