@@ -68,19 +68,19 @@ ESTIMATORS = ("full", "forced")
 # (run on import, it decides nothing) and the analysis it re-exports, the provenance helpers, the engines'
 # process plumbing and model lookup (the weights are keyed by the model's identity) and the defaults (their
 # values enter the key as settings).
-SAMPLING_CODE_ENTRIES = tuple(("trajectories.sampling", name) for name in (
-    "plan_trace", "sample_plans", "_budget", "_seed", "_spec", "_continuation", "continuation_document"))
-STOPPING_CODE_ENTRIES = (("trajectories.sampling", "_labels_for_stopping"), ("trajectories.stopping", "StoppingRule"))
 NOT_SAMPLING_CODE = frozenset({"__init__", "generate.__init__", "trajectories.__init__", "trajectories.distributions",
                                "trajectories.dynamics", "codedeps", "outputs", "generate.hub", "generate.models",
                                "generate.reaper", "generate.defaults"})
 
 
 def sampling_code(stopping: bool) -> list[str]:
-    """The modules of the sampling code (derived from :data:`SAMPLING_CODE_ENTRIES`, plus the labelling
-    when ``stopping``), less :data:`NOT_SAMPLING_CODE`."""
-    entries = SAMPLING_CODE_ENTRIES + (STOPPING_CODE_ENTRIES if stopping else ())
-    return [m for m in used_modules(entries) if m not in NOT_SAMPLING_CODE]
+    """The modules of the sampling code (what the functions below use, :mod:`thinkprobe.codedeps`; with
+    ``stopping``, also the labels that decide how many are sampled), less :data:`NOT_SAMPLING_CODE`."""
+    code = [plan_trace, sample_plans, _budget, _seed, _spec, _continuation, continuation_document]
+    if stopping:
+        code += [_labels_for_stopping, StoppingRule]
+    return [m for m in used_modules((f.__module__.removeprefix("thinkprobe."), f.__name__) for f in code)
+            if m not in NOT_SAMPLING_CODE]
 
 
 @lru_cache(maxsize=None)
