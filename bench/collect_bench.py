@@ -35,7 +35,7 @@ if __name__ == "__main__":  # vLLM spawns workers that re-import this file
     sys.path.insert(0, str(Path(__file__).resolve().parent))
     from table import print_table
 
-    from thinkprobe.generate.collect import build_prompt, _question
+    from thinkprobe.generate.unit_store import build_prompt, _question
     from thinkprobe.generate.engine import SamplingSpec, open_engine
     from thinkprobe.generate.plan import plan_collection
 

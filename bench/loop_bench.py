@@ -3,8 +3,10 @@
     .venv/bin/python bench/loop_bench.py              # both
     .venv/bin/python bench/loop_bench.py --no-tests   # start-up only (seconds)
 
-Start-up: median wall time of 15 runs of `python -m thinkprobe.cli --help`, beside a bare `python -c pass`
-(the interpreter's own share), and the heavy libraries the help imports (none expected). The test loop:
+Start-up: median wall time of 15 runs of `python -m thinkprobe.cli --help` and of importing
+`thinkprobe.trajectories.sampling`, beside a bare `python -c pass` (the interpreter's own share), the heavy
+libraries the help imports (none expected) and the sources codedeps parses on import (none expected: code
+hashes are derived when first asked for). The test loop:
 wall and CPU seconds of `pytest -m fast -n auto --dist loadfile -q` (the loop docs/development.md
 documents), the number of tests run, and the machine's load average before and after (the figures are
 only comparable on an idle machine).
@@ -42,6 +44,12 @@ def main() -> None:
     rows = [("load average before (1 min)", f"{os.getloadavg()[0]:.1f}")]
     rows.append(("python -c pass, median (s)", f"{median_wall(env_py + ['-c', 'pass']):.3f}"))
     rows.append(("thinkprobe --help, median (s)", f"{median_wall(env_py + ['-m', 'thinkprobe.cli', '--help']):.3f}"))
+    rows.append(("import thinkprobe.trajectories.sampling, median (s)",
+                 f"{median_wall(env_py + ['-c', 'import thinkprobe.trajectories.sampling']):.3f}"))
+    parsed = subprocess.run(env_py + ["-c", "import thinkprobe.cli, thinkprobe.trajectories.sampling; "
+                                      "from thinkprobe import codedeps; print(codedeps._info.cache_info().currsize)"],
+                            capture_output=True, text=True, check=True, cwd=REPO).stdout.strip()
+    rows.append(("sources parsed by codedeps on import", parsed))
     probe = ("import sys; from thinkprobe.cli import build_parser; build_parser().format_help(); "
              f"print(','.join(m for m in {HEAVY!r} if m in sys.modules) or 'none')")
     heavy = subprocess.run(env_py + ["-c", probe], capture_output=True, text=True, check=True, cwd=REPO).stdout.strip()

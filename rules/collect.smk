@@ -10,11 +10,11 @@ rule import_traces:
         question_set=IMPORTED_SETS,
     params:
         units=unit_paths,
-        records=lambda w: PLAN.shard_records(w.question_set, w.question_id),
+        records=lambda w: DISCOVERY.shard_records(w.question_set, w.question_id),
         require_think=ANALYSIS["input"]["require_think"],
         max_trace_bytes=ANALYSIS["input"]["max_trace_bytes"],
-        retry=lambda w: RETRY.get((w.question_set, w.question_id), ""),  # a changed input: rerun (thinkprobe.retry)
-        code=CODE["import"],
+        retry=lambda w: RETRY.get((w.question_set, w.question_id), ""),  # a changed input: rerun (thinkprobe.rerun_tokens)
+        code=script_code("import_traces.py"),
     log:
         "results/logs/import_traces/{question_set}/{question_id}.log",
     group:
@@ -35,9 +35,11 @@ rule import_traces:
 # never rewritten) and, last, its manifest: the job's Snakemake output, which lists the units and their trace
 # files. Rules that read collected traces wait for the manifests (trace_inputs, rules/common.smk), so the DAG
 # holds one job per batch, not one per unit (thinkprobe.tracefiles).
-# Params hold only what decides the units (batch_digest: units, model, prompt, sampling, seeds); the job plans
+# Params hold only what decides the units (thinkprobe.generate.unit_store.batch_digest: units, model, prompt, sampling, seeds); the job plans
 # its question texts itself from the config. Memory, wall time, CPUs and chunk_prompts are resources: changing
 # them reruns nothing.
+from thinkprobe.generate import unit_store as _unit_store
+
 if COLLECT.units:
 
     rule collect:
@@ -46,10 +48,10 @@ if COLLECT.units:
         output:
             "results/collect/{model}/{question_set}/{cbatch}.json",
         params:
-            units=lambda w: _collect_stage.batch_digest(COLLECT.batch_params(w.model, w.question_set, w.cbatch)),
+            units=lambda w: _unit_store.batch_digest(COLLECT.batch_params(w.model, w.question_set, w.cbatch)),
             store=lambda w: f"results/collect/{w.model}/{w.question_set}/units",
             traces="results/traces",  # where the job writes its units' trace files (thinkprobe.tracefiles)
-            code=CODE_COLLECT,
+            code=script_code("collect.py"),
         wildcard_constraints:
             model="[A-Za-z0-9._-]+",
             cbatch="c[0-9]+",

@@ -7,14 +7,8 @@
 
 from snakemake.exceptions import WorkflowError
 
-from thinkprobe.codedeps import script_modules
+from thinkprobe.codedeps import script_code as _script_code
 from thinkprobe.config import ConfigError, load_schema, validate_config
-from thinkprobe.outputs import source_hash
-from thinkprobe.stages import graph as _graph_stage
-from thinkprobe.stages import ingest as _ingest_stage
-from thinkprobe.stages import metrics as _metrics_stage
-from thinkprobe.stages import segment as _segment_stage
-from thinkprobe.stages import tables as _tables_stage
 from thinkprobe.traces import run_name
 from thinkprobe.units import InputError, discover, no_traces_message
 from thinkprobe.generate.plan import CollectionConfigError, join_collection
@@ -75,7 +69,7 @@ import os as _os
 _os.environ.update(SBATCH_NO_REQUEUE="1")
 
 try:
-    PLAN = discover(
+    DISCOVERY = discover(
         INPUTS,  # config["inputs"] with each git entry as a path inside its clone
         base=".",
         max_bytes=config["analysis"]["input"]["max_trace_bytes"],
@@ -85,50 +79,44 @@ try:
 except InputError as exc:
     raise WorkflowError(f"invalid input: {exc}")
 try:  # collected units (config `collection`) join the grid: thinkprobe.generate.plan
-    COLLECT = join_collection(PLAN, config, base=".")
+    COLLECT = join_collection(DISCOVERY, config, base=".")
 except CollectionConfigError as exc:
     raise WorkflowError(f"invalid collection: {exc}")
 from thinkprobe.planchecks import unknown_grid_models
 
-_unknown_models = unknown_grid_models(config["units"]["models"], PLAN.found_models, COLLECT.models)
-if _unknown_models and (PLAN.records or COLLECT.units):  # with nothing at all, the message below says more
+_unknown_models = unknown_grid_models(config["units"]["models"], DISCOVERY.found_models, COLLECT.models)
+if _unknown_models and (DISCOVERY.records or COLLECT.units):  # with nothing at all, the message below says more
     raise WorkflowError(_unknown_models)
-if not PLAN.records and not COLLECT.units and not PENDING:
+if not DISCOVERY.records and not COLLECT.units and not PENDING:
     raise WorkflowError(
-        no_traces_message(PLAN, config["inputs"], config["units"]["models"], config["units"]["runs"])
+        no_traces_message(DISCOVERY, config["inputs"], config["units"]["models"], config["units"]["runs"])
     )
 
-from thinkprobe.retry import pending as _retry_pending
+from thinkprobe.rerun_tokens import pending as _retry_pending
 
 RETRY = _retry_pending()  # shards whose input changed after an earlier planning: their import reruns
-MODELS = PLAN.models
-RUNS = PLAN.runs
-SHARDS = [(qset, qid) for qset, qids in PLAN.questions.items() for qid in qids]
+MODELS = DISCOVERY.models
+RUNS = DISCOVERY.runs
+SHARDS = [(qset, qid) for qset, qids in DISCOVERY.questions.items() for qid in qids]
 # Batches of questions: a batch's analysis jobs form one connected component of group "analysis" (joined
 # by the batch manifest), so a SLURM job runs a whole batch with one Snakemake start. Adding a question only
 # changes its batch's manifest, a job that writes one small file.
 _B = config["resources"]["batch_questions"]
 BATCHES = {
     (qset, f"b{k // _B:04d}"): qids[k : k + _B]
-    for qset, qids in PLAN.questions.items()
+    for qset, qids in DISCOVERY.questions.items()
     for k in range(0, len(qids), _B)
 }
 ANALYSIS = config["analysis"]
 
-# Source hash of the thinkprobe modules behind each stage (editing a module reruns the stages using it).
-# The module lists are derived from the code each stage really uses (thinkprobe.codedeps).
-CODE = {
-    "import": source_hash(_ingest_stage.MODULES),
-    "segment": source_hash(sorted({*_segment_stage.MODULES, "tracefiles"})),  # + where a shard's trace files lie
-    "graph": source_hash(_graph_stage.MODULES),
-    "metrics": source_hash(_metrics_stage.MODULES),
-    "batch": source_hash(_tables_stage.BATCH_MODULES),
-    "aggregate": source_hash(_tables_stage.AGGREGATE_MODULES),
-    "profiles": source_hash(_tables_stage.PROFILE_MODULES),
-    "report": source_hash(_tables_stage.REPORT_MODULES),
-    "figures": source_hash(script_modules(workflow.source_path("../workflow/scripts/figures.py"))),
-    "plan": source_hash(script_modules(workflow.source_path("../workflow/scripts/plan.py"))),
-}
+
+
+def script_code(script, *data):
+    """A rule's `code` param: the hash of the thinkprobe modules (and package files) its script's imports reach
+    (thinkprobe.codedeps.script_code), so that editing a module reruns exactly the rules whose scripts use it.
+    ``data``: modules the job's inputs depend on besides its script, e.g. ``"tracefiles"`` (where they lie)."""
+    return _script_code(workflow.source_path(f"../workflow/scripts/{script}"), *data)
+
 
 
 def file_sha(path):
@@ -186,11 +174,9 @@ import re
 import sys
 from pathlib import Path
 
-from thinkprobe.generate import collect as _collect_stage
 from thinkprobe.generate.plan import CollectedTraces
 from thinkprobe.units import UnitKey
 
-CODE_COLLECT = source_hash(_collect_stage.MODULES)
 # a question set is imported or collected, never both (checked by join_grid at planning)
 COLLECTED_SETS = "|".join(re.escape(q) for q in COLLECT.question_sets) or "(?!)"
 IMPORTED_SETS = f"(?!(?:{COLLECTED_SETS})(?:/|$))[A-Za-z0-9._-]+" if COLLECT.units else "[A-Za-z0-9._-]+"

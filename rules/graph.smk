@@ -8,7 +8,7 @@ rule graph:
         unit_files("graphs", "json"),
     params:
         analysis=sections("trajectory", "cross_segment", "classification"),
-        code=CODE["graph"],
+        code=script_code("graph.py"),
     log:
         "results/logs/graph/{question_set}/{question_id}.log",
     group:

@@ -9,7 +9,7 @@ rule metrics:
     params:
         analysis=sections("metrics"),
         hedge_lexicon=file_sha(ANALYSIS["metrics"]["hedge_lexicon"]),
-        code=CODE["metrics"],
+        code=script_code("metrics.py"),
     log:
         "results/logs/metrics/{question_set}/{question_id}.log",
     group:
@@ -29,7 +29,7 @@ rule analysis_batch:
     output:
         "results/batches/{question_set}/{batch}.json",
     params:
-        code=CODE["batch"],
+        code=script_code("analysis_batch.py"),
     log:
         "results/logs/analysis_batch/{question_set}/{batch}.log",
     group:
@@ -54,8 +54,8 @@ rule aggregate:
         exclusions="results/tables/exclusions.parquet",
     params:
         # input problems and the records a collected question set left out (stage "questions")
-        problems=[p.as_row() for p in PLAN.problems] + COLLECT.skipped_rows(),
-        code=CODE["aggregate"],
+        problems=[p.as_row() for p in DISCOVERY.problems] + COLLECT.skipped_rows(),
+        code=script_code("aggregate.py"),
     log:
         "results/logs/aggregate.log",
     localrule: True
@@ -72,7 +72,7 @@ rule profiles:
         "results/tables/profiles.parquet",
     params:
         analysis=sections("profile"),
-        code=CODE["profiles"],
+        code=script_code("profiles.py"),
     log:
         "results/logs/profiles.log",
     localrule: True

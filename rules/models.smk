@@ -129,7 +129,7 @@ rule plan:
         rows="results/plan/plan.json",
     params:
         study={k: config[k] for k in ("models", "question_sets", "collection", "trajectories", "resources", "planning")},
-        code=CODE["plan"],
+        code=script_code("plan.py"),
     log:
         "results/logs/plan.log",
     localrule: True

@@ -1,10 +1,9 @@
 # Trace pages (`thinkprobe show` in the workflow): one self-contained HTML page per sampled unit, in the
 # report's category "Traces" (one subcategory per model) and linked from the metrics table. The sample is
-# fixed at planning (thinkprobe.view.workflow.page_units): the first `pages.per_model` units of each model
+# fixed at planning (thinkprobe.stages.pages.page_units): the first `pages.per_model` units of each model
 # and, with `pages.trajectories`, every unit with an answer-distribution trajectory.
 
-from thinkprobe.view import workflow as _pages
-from thinkprobe.view.sources import page_modules as _page_modules
+from thinkprobe.stages import pages as _pages
 
 PAGES = config["pages"]
 _TRAJ_UNITS = (
@@ -12,7 +11,7 @@ _TRAJ_UNITS = (
     if TRAJ["enabled"] and PAGES["trajectories"]
     else []
 )
-PAGE_UNITS = _pages.page_units([*PLAN.records, *COLLECT.units], PAGES["per_model"], _TRAJ_UNITS)
+PAGE_UNITS = _pages.page_units([*DISCOVERY.records, *COLLECT.units], PAGES["per_model"], _TRAJ_UNITS)
 # `all` asks for the pages job's index, not for every page: a target list of N pages against a job of N literal
 # outputs costs Snakemake N x N matches when it plans (bench/dag_bench.py)
 PAGE_INDEX = "results/pages/index.json"
@@ -44,7 +43,7 @@ rule trace_pages:
         tau=TRAJ["tau"],
         analysis=sections("input", "segmentation", "texttiling", "trajectory", "cross_segment", "classification",
                           "metrics", "encoder"),
-        code=source_hash(script_modules(workflow.source_path("../workflow/scripts/trace_pages.py"), _page_modules())),
+        code=script_code("trace_pages.py"),
     log:
         "results/logs/trace_pages.log",
     localrule: True  # like the figures and report pages: no SLURM job of its own (a page costs milliseconds
@@ -73,7 +72,7 @@ rule model_summaries:
     params:
         models=MODELS,
         pages={u: f"../../pages/{u}.html" for u in PAGE_UNITS} if PAGES["enabled"] else {},
-        code=source_hash(script_modules(workflow.source_path("../workflow/scripts/model_summaries.py"))),
+        code=script_code("model_summaries.py"),
     log:
         "results/logs/model_summaries.log",
     localrule: True

@@ -17,7 +17,7 @@ rule figures:
             category="Profiles",
         ),
     params:
-        code=CODE["figures"],
+        code=script_code("figures.py"),
     log:
         "results/logs/figures.log",
     localrule: True
@@ -49,7 +49,7 @@ rule report_tables:
             category="Tables",
         ),
     params:
-        code=CODE["report"],
+        code=script_code("report_tables.py"),
         pages=lambda w: {u: f"../pages/{u}.html" for u in PAGE_UNITS} if PAGES["enabled"] else {},  # rules/pages.smk
     log:
         "results/logs/report_tables.log",

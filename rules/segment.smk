@@ -1,5 +1,7 @@
 # Layers 1-2 and the TU embeddings, one job per question shard (the encoder is loaded once per job).
 
+from thinkprobe.stages.segment import runtime_minutes as _segment_runtime
+
 
 rule segment:
     input:
@@ -12,7 +14,7 @@ rule segment:
         analysis=sections("input", "segmentation", "texttiling", "encoder"),
         cue_lexicon=file_sha(ANALYSIS["segmentation"]["cue_lexicon"]),
         absent=shard_absent,  # units outside a collected set's grid: no trace file
-        code=CODE["segment"],
+        code=script_code("segment.py", "tracefiles"),  # + where the trace files lie (the rule's inputs)
     log:
         "results/logs/segment/{question_set}/{question_id}.log",
     group:
@@ -20,7 +22,7 @@ rule segment:
     threads: SEGMENT_THREADS
     resources:
         mem_mb=config["resources"]["analysis_mem_mb"],
-        runtime=lambda w: _segment_stage.runtime_minutes(trace_mb(shard_keys(w))),  # grows with the text
+        runtime=lambda w: _segment_runtime(trace_mb(shard_keys(w))),  # grows with the text
         **GPU_RESOURCES,
     conda:
         ENVS["gpu"] if config["resources"]["encoder_gpu"] else ENVS["cpu"]

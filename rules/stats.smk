@@ -1,15 +1,14 @@
 # The study's statistics (tables under results/stats/) and their figures (results/figures/, PNG + PDF),
 # each in the report with a caption. Constants come from the config's `stats:` section and reach the
-# scripts as params; `code` params are the source hashes of the thinkprobe modules each rule runs, so
-# editing thinkprobe/stats/cycles.py reruns the cycle census and its figure, nothing else.
+# scripts as params; `code` params are the source hashes of the thinkprobe modules each rule's script
+# reaches (script_code, rules/common.smk), so editing thinkprobe/stats/cycles.py reruns the cycle census and
+# its figure, nothing else.
 
-from thinkprobe.stats.stages import MODULES as _STATS_MODULES
-from thinkprobe.stats.stages import rule_params as _stats_rule_params
+from thinkprobe.stages.stats import rule_params as _stats_rule_params
 from thinkprobe.stats.summary import SNAPSHOT_TABLES as _SUMMARY_TABLES
 
 STATS = config["stats"]
-STATS_CODE = {name: source_hash(mods) for name, mods in _STATS_MODULES.items()}
-# the rules' parameters, assembled in one place (thinkprobe.stats.stages.rule_params): the 5D-CP dimension
+# the rules' parameters, assembled in one place (thinkprobe.stages.stats.rule_params): the 5D-CP dimension
 # map (None: the default), each epsilon^2's permutation null (B shufflings, their seed, what moves), the
 # bootstrap over prompts behind the intervals of the checks against the paper
 _STATS_PARAMS = _stats_rule_params(config)
@@ -97,7 +96,7 @@ rule stats_kruskal:
     params:
         groupings=_STATS_PARAMS["groupings"],
         permutation=STATS_PERMUTATION,
-        code=STATS_CODE["kruskal"],
+        code=script_code("stats_kruskal.py"),
     log:
         "results/logs/stats/kruskal.log",
     localrule: True
@@ -114,7 +113,7 @@ rule stats_dunn:
     output:
         STATS_TABLES["dunn"],
     params:
-        code=STATS_CODE["dunn"],
+        code=script_code("stats_dunn.py"),
     log:
         "results/logs/stats/dunn.log",
     localrule: True
@@ -130,7 +129,7 @@ rule stats_spearman:
     output:
         STATS_TABLES["spearman"],
     params:
-        code=STATS_CODE["spearman"],
+        code=script_code("stats_spearman.py"),
     log:
         "results/logs/stats/spearman.log",
     localrule: True
@@ -148,7 +147,7 @@ rule stats_stability:
         cv=STATS_TABLES["cv"],
         cosine=STATS_TABLES["cosine"],
     params:
-        code=STATS_CODE["stability"],
+        code=script_code("stats_stability.py"),
     log:
         "results/logs/stats/stability.log",
     localrule: True
@@ -166,7 +165,7 @@ rule stats_cycles:
         summary=STATS_TABLES["cycles_summary"],
     params:
         cap=STATS["cycle_cap"],
-        code=STATS_CODE["cycles"],
+        code=script_code("stats_cycles.py"),
     log:
         "results/logs/stats/cycles.log",
     resources:
@@ -188,7 +187,7 @@ rule stats_confound:
         groupings=_STATS_PARAMS["groupings"],
         dimensions=DIMENSION_SPEC,
         permutation=STATS_PERMUTATION,
-        code=STATS_CODE["confound"],
+        code=script_code("stats_confound.py"),
     log:
         "results/logs/stats/confound.log",
     localrule: True
@@ -208,7 +207,7 @@ rule stats_ablation:
         analysis=ANALYSIS,
         n=STATS["ablation_traces"],
         seed=STATS["ablation_seed"],
-        code=source_hash(sorted({*_STATS_MODULES["ablation"], "tracefiles"})),  # + collected trace files
+        code=script_code("stats_ablation.py", "tracefiles"),  # + where the trace files lie (the rule's inputs)
     log:
         "results/logs/stats/ablation.log",
     threads: config["resources"]["analysis_threads"]
@@ -228,7 +227,7 @@ rule stats_robustness:
         STATS_TABLES["aggregation_robustness"],
     params:
         dimensions=DIMENSION_SPEC,
-        code=STATS_CODE["robustness"],
+        code=script_code("stats_robustness.py"),
     log:
         "results/logs/stats/robustness.log",
     localrule: True
@@ -248,7 +247,7 @@ rule stats_sensitivity:
     params:
         analysis=ANALYSIS,
         encoder=STATS["sensitivity_encoder"],
-        code=source_hash(sorted({*_STATS_MODULES["sensitivity"], "tracefiles"})),  # + collected trace files
+        code=script_code("stats_sensitivity.py", "tracefiles"),  # + where the trace files lie (the rule's inputs)
     log:
         "results/logs/stats/sensitivity.log",
     threads: config["resources"]["analysis_threads"]
@@ -270,7 +269,7 @@ rule stats_agreement:
         files=AGREEMENT_FILES,
         analysis=ANALYSIS,
         tolerance=STATS["agreement_tolerance"],
-        code=STATS_CODE["agreement"],
+        code=script_code("stats_agreement.py"),
     log:
         "results/logs/stats/agreement.log",
     threads: config["resources"]["analysis_threads"]
@@ -301,7 +300,7 @@ for _fig, _inputs in STATS_FIGURES.items():
         params:
             figure=_fig,
             options={k: STATS[k] for k in STATS_FIGURE_OPTIONS.get(_fig, [])},
-            code=STATS_CODE["figures"],
+            code=script_code("stats_figure.py"),
         log:
             f"results/logs/stats/fig_{_fig}.log",
         localrule: True
@@ -326,7 +325,7 @@ rule stats_pages:
         },
     params:
         titles=STATS_TITLES,
-        code=STATS_CODE["pages"],
+        code=script_code("stats_pages.py"),
     log:
         "results/logs/stats/pages.log",
     localrule: True
@@ -354,7 +353,7 @@ rule stats_claims:
         bootstrap=STATS_BOOTSTRAP,
         alpha=_STATS_PARAMS["alpha"],
         dimensions=DIMENSION_SPEC,
-        code=STATS_CODE["claims"],
+        code=script_code("stats_claims.py"),
     log:
         "results/logs/stats/claims.log",
     localrule: True
@@ -370,7 +369,7 @@ rule stats_summary:
     output:
         "results/stats/summary.md",
     params:
-        code=STATS_CODE["summary"],
+        code=script_code("stats_summary.py"),
     log:
         "results/logs/stats/summary.log",
     localrule: True

@@ -4,13 +4,12 @@
 # start per job. The continuation store (results/continuations/_store) keeps every finished engine call,
 # so a killed job rerun samples only what is missing.
 
-from thinkprobe.outputs import source_hash as _traj_hash
-from thinkprobe.trajectories import workflow as _traj_workflow
+from thinkprobe.trajectories import batches as _traj_batches
 
 TRAJ = config["trajectories"]
 try:
-    TRAJ_PLAN = _traj_workflow.TrajectoryPlan(config)
-except _traj_workflow.PlanError as exc:
+    TRAJ_PLAN = _traj_batches.TrajectoryPlan(config)
+except _traj_batches.PlanError as exc:
     raise WorkflowError(str(exc))
 from thinkprobe.planchecks import uncollected_trajectories as _uncollected
 
@@ -25,11 +24,6 @@ from thinkprobe import protect as _protect
 _overwrites = TRAJ_PLAN.overwrites()
 if _overwrites and not config["overwrite_protected"]:
     raise WorkflowError(_protect.refusal(_overwrites))
-TRAJ_CODE = {
-    "label": _traj_hash(_traj_workflow.LABEL_MODULES),
-    "tables": _traj_hash(_traj_workflow.TABLE_MODULES),
-    "join": _traj_hash(_traj_workflow.JOIN_MODULES),
-}
 # Every generation job's expected tokens and hours, and so its resources (rules/common.smk:
 # generation_resource); a job that would ask for more than resources.max_runtime stops planning.
 from thinkprobe.generate.budget import plan_study as _plan_study
@@ -43,7 +37,7 @@ if _over_cap:
 
 rule traj_sample:
     wildcard_constraints:
-        batch=_traj_workflow.BATCH_PATTERN,  # b0000 (default decoding) or b0000-<decoding>
+        batch=_traj_batches.BATCH_PATTERN,  # b0000 (default decoding) or b0000-<decoding>
     input:
         # the manifests of the collection jobs that write the batch's trace files (rules/common.smk)
         traces=lambda w: trace_inputs(TRAJ_PLAN.units(w.model, w.question_set, w.batch)),
@@ -76,14 +70,14 @@ rule traj_sample:
 
 rule traj_label:
     wildcard_constraints:
-        batch=_traj_workflow.BATCH_PATTERN,  # b0000 (default decoding) or b0000-<decoding>
+        batch=_traj_batches.BATCH_PATTERN,  # b0000 (default decoding) or b0000-<decoding>
     input:
         "results/continuations/{model}/{question_set}/{batch}.json",
     output:
         "results/trajectories/{model}/{question_set}/{batch}.json",
     params:
         questions=lambda w: TRAJ_PLAN.batch_questions(w.model, w.question_set, w.batch),
-        code=TRAJ_CODE["label"],
+        code=script_code("traj_label.py"),
     log:
         "results/logs/traj_label/{model}/{question_set}/{batch}.log",
     resources:
@@ -120,7 +114,7 @@ rule traj_tables:
         support=TRAJ["support"],
         comparisons=TRAJ["comparisons"],
         aggregation={k: TRAJ[k] for k in ("group_fraction", "confidence", "disagreement_grid", "max_cut_share")},
-        code=TRAJ_CODE["tables"],
+        code=script_code("traj_tables.py"),
     log:
         "results/logs/traj_tables.log",
     resources:
@@ -146,7 +140,7 @@ rule traj_join:
         analysis=sections("input", "segmentation", "texttiling", "trajectory", "cross_segment",
                           "classification", "encoder"),
         min_words=TRAJ["join_min_words"],
-        code=TRAJ_CODE["join"],
+        code=script_code("traj_join.py"),
     log:
         "results/logs/traj_join.log",
     resources:

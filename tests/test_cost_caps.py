@@ -60,7 +60,8 @@ def test_the_segment_rule_runtime_grows_with_its_input():
 
     rule = (Path(__file__).resolve().parents[1] / "rules" / "segment.smk").read_text()
     # the MB of the shard's trace files (imported, or written by their collection jobs: rules/common.smk trace_mb)
-    assert "runtime=lambda w: _segment_stage.runtime_minutes(trace_mb(shard_keys(w)))" in rule
+    assert "runtime=lambda w: _segment_runtime(trace_mb(shard_keys(w)))" in rule
+    assert "from thinkprobe.stages.segment import runtime_minutes as _segment_runtime" in rule
     from thinkprobe.stages.segment import runtime_minutes
 
     assert runtime_minutes(0.01) == 6 and runtime_minutes(0) == 5

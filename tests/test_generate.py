@@ -9,7 +9,8 @@ import stat
 
 import pytest
 
-from thinkprobe.generate.collect import collect_batch, store_path, trace_unit_doc
+from thinkprobe.generate.unit_store import store_path, trace_unit_doc
+from thinkprobe.stages.collect import collect_batch
 from thinkprobe.generate.engine import EngineError, SamplingSpec, open_engine
 from thinkprobe.generate.plan import CollectionConfigError, join_collection, plan_collection, unit_seed
 from thinkprobe.generate.reasoning import find_loop, split_reasoning
@@ -271,7 +272,7 @@ def test_response_without_reasoning_is_retried_then_excluded(vllm_engine, tmp_pa
 
 @pytest.mark.fast
 def test_units_stored_with_other_settings_are_never_overwritten(tmp_path):
-    from thinkprobe.generate.collect import StaleUnits, unit_settings
+    from thinkprobe.generate.unit_store import StaleUnits, unit_settings
 
     cfg = _config()
     params = plan_collection(cfg).batch_params("smollm2", "tiny", "c0000", cfg["collection"])

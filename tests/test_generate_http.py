@@ -15,7 +15,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
-from thinkprobe.generate.collect import collect_batch, store_path
+from thinkprobe.generate.unit_store import store_path
+from thinkprobe.stages.collect import collect_batch
 from thinkprobe.generate.engine import SamplingSpec, open_engine
 from thinkprobe.generate.plan import plan_collection
 

@@ -255,7 +255,8 @@ def test_an_endpoint_outage_is_retried_by_the_next_run_and_a_refusal_is_stored(p
 
 
 def test_a_malformed_reply_costs_one_unit_of_a_collect_chunk_not_the_chunk(peers, monkeypatch, tmp_path):
-    from thinkprobe.generate.collect import collect_batch, store_path
+    from thinkprobe.generate.unit_store import store_path
+    from thinkprobe.stages.collect import collect_batch
     from thinkprobe.generate.plan import plan_collection
 
     p = peers()

@@ -221,13 +221,7 @@ for _r in workflow.rules:
 print("RULES " + json.dumps(_rules))
 '''
 
-# Rules without a `code` param, on purpose: their outputs are protected GPU/collected data that a code edit
-# must never regenerate implicitly (their provenance records the code hash instead).
-NO_CODE_PARAM = {"traj_sample": "protected continuations", "fetch_model": "a download into the shared model cache",
-                 "fetch_dataset": "a download into the shared model cache",
-                 # rules without output: they run whenever asked for (the lock file, the git clones)
-                 "fetch_models": "writes the lock from the manifests", "fetch_datasets": "writes the lock",
-                 "fetch_corpus": "clones what is missing"}
+from .test_code_hashes import NO_CODE_PARAM  # noqa: E402 - rules without a code param, on purpose
 
 
 def workflow_rules(tmp: Path, package_root: Path = REPO, extra: list[Path] = ()) -> dict[str, dict]:

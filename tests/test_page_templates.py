@@ -141,8 +141,6 @@ def test_the_templates_are_package_data_and_in_the_code_hash_of_every_page_rule(
     import tomllib
 
     from thinkprobe.codedeps import module_data, script_modules
-    from thinkprobe.stages.tables import REPORT_MODULES
-    from thinkprobe.stats.stages import MODULES as STATS_MODULES
     from thinkprobe.view.sources import page_modules
     from thinkprobe.view.templating import environment
 
@@ -150,8 +148,9 @@ def test_the_templates_are_package_data_and_in_the_code_hash_of_every_page_rule(
     templates = {p.relative_to(package).as_posix() for p in (package / "view" / "templates").iterdir()}
     assets = {p.relative_to(package).as_posix() for p in (package / "view" / "assets").iterdir()}
     assert len(templates) >= 6 and set(module_data(["view.templating"])) == templates | assets
-    summaries = script_modules(REPO / "workflow" / "scripts" / "model_summaries.py")
-    for modules in (page_modules(), REPORT_MODULES, STATS_MODULES["pages"], summaries):
+    scripts = REPO / "workflow" / "scripts"
+    for modules in (page_modules(), *(script_modules(scripts / s) for s in ("trace_pages.py", "report_tables.py",
+                                                                            "stats_pages.py", "model_summaries.py"))):
         assert templates | assets <= set(modules)
     assert "view/reference.json" in page_modules()
     globs = tomllib.loads((REPO / "pyproject.toml").read_text())["tool"]["setuptools"]["package-data"]["thinkprobe"]

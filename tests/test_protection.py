@@ -16,7 +16,7 @@ import yaml
 from thinkprobe import protect
 from thinkprobe.config import load_schema, validate_config
 from thinkprobe.trajectories.sampling import SamplingConfig
-from thinkprobe.trajectories.workflow import TrajectoryPlan, batch_identity
+from thinkprobe.trajectories.batches import TrajectoryPlan, batch_identity
 
 from .workflow_helpers import REPO, default_config, job_counts, make_workdir, snakemake
 

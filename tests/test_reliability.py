@@ -338,21 +338,24 @@ def test_job_log_keeps_the_traceback_of_a_failing_script(tmp_path):
 
 @pytest.mark.fast
 def test_stage_module_lists_follow_the_real_imports():
-    from thinkprobe.stages import graph, ingest, metrics, segment, tables
+    from thinkprobe.codedeps import script_modules
 
-    assert {"traces", "segmentation", "graph", "pipeline", "params"} <= set(graph.MODULES)
-    assert {"graph", "metrics", "lexicons/hedges.txt"} <= set(metrics.MODULES)
-    assert {"segmentation", "texttiling", "encoder", "lexicons/cues.tsv"} <= set(segment.MODULES)
-    assert not {"graph", "metrics"} & set(segment.MODULES)  # whole modules: their functions are never called
-    assert {"traces", "units"} <= set(ingest.MODULES) and "encoder" not in ingest.MODULES
-    assert "profile" in tables.PROFILE_MODULES and "profile" not in tables.AGGREGATE_MODULES
-    assert tables.REPORT_MODULES and tables.BATCH_MODULES
+    def of(script):
+        return set(script_modules(REPO / "workflow" / "scripts" / script))
+
+    graph, metrics, segment, ingest = of("graph.py"), of("metrics.py"), of("segment.py"), of("import_traces.py")
+    assert {"traces", "segmentation", "graph", "pipeline", "params"} <= graph
+    assert {"graph", "metrics", "lexicons/hedges.txt"} <= metrics
+    assert {"segmentation", "texttiling", "encoder", "lexicons/cues.tsv"} <= segment
+    assert not {"graph", "metrics"} & segment  # whole modules: their functions are never called
+    assert {"traces", "units"} <= ingest and "encoder" not in ingest
+    assert "profile" in of("profiles.py") and "profile" not in of("aggregate.py")
+    assert of("report_tables.py") and of("analysis_batch.py")
 
 
 def _stage_hashes(package_root: Path) -> dict[str, str]:
-    code = ("import json; from thinkprobe.outputs import source_hash; from thinkprobe.stages import graph, metrics, "
-            "segment; print(json.dumps({m.__name__.rsplit('.', 1)[-1]: source_hash(m.MODULES) "
-            "for m in (graph, metrics, segment)}))")
+    code = ("import json; from thinkprobe.codedeps import SCRIPTS_DIR, script_code; "
+            "print(json.dumps({s: script_code(SCRIPTS_DIR / f'{s}.py') for s in ('graph', 'metrics', 'segment')}))")
     env = {**os.environ, "PYTHONPATH": str(package_root)}
     return json.loads(subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env,
                                      check=True, cwd=package_root).stdout)
@@ -364,6 +367,7 @@ def test_editing_a_module_changes_exactly_the_stage_hashes_that_use_it(tmp_path,
     import shutil
 
     shutil.copytree(REPO / "thinkprobe", tmp_path / "thinkprobe", ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copytree(REPO / "workflow" / "scripts", tmp_path / "workflow" / "scripts")
     before = _stage_hashes(tmp_path)
     with open(tmp_path / "thinkprobe" / module, "a") as fh:
         fh.write("\n# an edit\n")

@@ -47,7 +47,7 @@ def test_the_schema_reads_the_sampling_defaults_from_their_home():
         d.TRAJECTORY_DEFAULTS["n"], d.TRAJECTORY_DEFAULTS["stride"], d.TRAJECTORY_SAMPLING_DEFAULTS["temperature"],
         d.TRAJECTORY_SAMPLING_DEFAULTS["top_p"], None, d.TRAJECTORY_SAMPLING_DEFAULTS["seed"],
         d.FORCED_DEFAULTS["max_tokens"])
-    from thinkprobe.generate.collect import _sampling
+    from thinkprobe.generate.unit_store import _sampling
 
     spec = _sampling({}, seed=1)
     assert (spec.temperature, spec.top_p, spec.max_tokens) == tuple(d.COLLECTION_SAMPLING_DEFAULTS[k] for k in

@@ -5,7 +5,7 @@ continuation store's parts and the protection check: the sampling settings, the 
 of :data:`thinkprobe.protect.ENGINE_KEYS` (the context length, the dtype, an endpoint's token ids) and the
 sampling code's hash. Performance knobs and resources key nothing.
 
-The sampling job runs for real (:func:`thinkprobe.trajectories.workflow.sample_batch`) against an
+The sampling job runs for real (:func:`thinkprobe.stages.trajectories.sample_batch`) against an
 OpenAI-compatible server on loopback (a small one in this process that answers every request with the
 same continuation and counts the requests), with SmolLM2's real tokenizer: what is asked of the endpoint
 shows what was reused.
@@ -24,7 +24,8 @@ import pytest
 
 from thinkprobe import protect
 from thinkprobe.trajectories.sampling import SamplingConfig, sampling_code, sampling_code_sha256
-from thinkprobe.trajectories.workflow import batch_identity, sample_batch
+from thinkprobe.stages.trajectories import sample_batch
+from thinkprobe.trajectories.batches import batch_identity
 
 from .test_hostile_peers import Peer
 
@@ -176,7 +177,7 @@ def test_protection_names_a_changed_engine_setting_and_the_sampling_code(tmp_pat
         protect.refusal([(path, why)])
 
 
-CODE_HASH = ("import json, sys; from thinkprobe.trajectories.workflow import batch_identity; "
+CODE_HASH = ("import json, sys; from thinkprobe.trajectories.batches import batch_identity; "
              "print(json.dumps([batch_identity(json.loads(sys.argv[1]), {'name': 'm', 'backend': 'vllm', "
              "'path': 'm'})['code_sha256'] for _ in [0]]))")
 

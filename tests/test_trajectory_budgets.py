@@ -215,7 +215,7 @@ def test_context_edge_makes_an_incomplete_reported_trajectory(engine, edge_trace
 
 @pytest.mark.engine
 def test_continuation_cut_by_its_budget_is_recorded_counted_and_warned(engine, edge_trace, tmp_path):
-    from thinkprobe.trajectories.workflow import cut_warnings
+    from thinkprobe.stages.trajectories import cut_warnings
 
     cfg = SamplingConfig(n=2, stride=16, max_tokens=1, seed=3)
     (doc,), _ = sample_traces(engine, [edge_trace], cfg, tmp_path / "store")

@@ -120,7 +120,7 @@ def test_altered_unit_and_batch_files_are_never_used(tmp_path, capsys):
     from thinkprobe.stages.tables import aggregate
     from thinkprobe.stages.unitfiles import (UnitFileError, load_embeddings, read_unit, save_embeddings, unit_doc,
                                              write_unit)
-    from thinkprobe.trajectories.workflow import BatchFileError, read_batch, write_batch
+    from thinkprobe.stages.trajectories import BatchFileError, read_batch, write_batch
 
     import numpy as np
     import pandas as pd
@@ -188,7 +188,8 @@ def test_an_altered_collected_unit_is_never_reused(tmp_path):
     server on loopback that counts the requests."""
     import io
 
-    from thinkprobe.generate.collect import StaleUnits, collect_batch, store_path
+    from thinkprobe.generate.unit_store import StaleUnits, store_path
+    from thinkprobe.stages.collect import collect_batch
     from thinkprobe.generate.engine import open_engine
     from thinkprobe.generate.plan import plan_collection
 

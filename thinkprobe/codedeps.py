@@ -1,4 +1,4 @@
-"""Which thinkprobe modules a stage's code really uses, found from the source (for the stages' code hashes).
+"""Which thinkprobe modules a rule's code really uses, found from the source (for the rules' code hashes).
 
 The workflow passes each rule the sha256 of the modules behind it, so that editing a module reruns exactly
 the rules that use it (Snakemake's own ``code`` trigger only watches the rule script). Hand-kept module
@@ -20,9 +20,15 @@ whose code they do not run live in small leaf modules of their own (the metric n
 Files that are not Python are read at run time, not imported, so no import leads to them. A module that
 reads files of the package itself (the pages' templates and style sheets) names them in a module-level
 ``CODE_DATA`` tuple of globs relative to the package (``("view/templates/*.j2",)``), read here with
-:mod:`ast`; :func:`module_data` expands it, and :func:`stage_modules` and :func:`script_modules` add those
-files to every stage whose code reaches the module. A file a user may replace (a lexicon) is named by the
-stage itself (``data=``), next to the config value that chooses it.
+:mod:`ast`; :func:`module_data` expands it, and :func:`script_modules` and :func:`code_modules` add those
+files to every stage whose code reaches the module (the packaged lexicons, which a config key may replace
+by a user's file, are named by :mod:`thinkprobe.lexicon`; the user's file is a param of its rule).
+
+Each rule's ``code`` param is :func:`script_code` of its own script (``workflow/scripts/<rule>.py``): the
+modules its ``thinkprobe`` imports reach, so the rule files keep no list of entry points or modules, and a
+new import in a script is in its rule's hash the moment it is written. The outputs' provenance blocks name
+the modules of the function that wrote them (:func:`code_modules`). Everything here is computed when first
+asked for, never at import time (importing a stage module parses nothing).
 """
 
 from __future__ import annotations
@@ -31,10 +37,12 @@ import ast
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
-from typing import Iterable
+from typing import Any, Iterable
 
 PACKAGE = "thinkprobe"
 PACKAGE_DIR = Path(__file__).resolve().parent
+SCRIPTS_DIR = PACKAGE_DIR.parent / "workflow" / "scripts"  # the rule scripts, in a checkout of the repository
+RULES_DIR = PACKAGE_DIR.parent / "rules"  # the rule files (rules/*.smk)
 DATA_NAME = "CODE_DATA"  # a module's tuple of globs naming the package files it reads at run time
 
 
@@ -241,16 +249,9 @@ def module_data(modules: Iterable[str]) -> list[str]:
     return sorted(files)
 
 
-def stage_modules(module: str, *names: str, data: Iterable[str] = ()) -> list[str]:
-    """``used_modules`` of ``names`` in ``module`` (dotted, e.g. ``"stages.graph"``), plus the package files
-    they read (:func:`module_data`) and ``data``."""
-    code = used_modules([(module, n) for n in names])
-    return sorted(set(code) | set(module_data(code)) | set(data))
-
-
 # What a rule script imports only to write its job's log (stderr, traceback, timings) or to check the node it runs
 # on (a GPU job's GPUs): part of no output.
-JOB_LOG_ENTRIES = frozenset({("stages.joblog", "job_log"), ("timing", "JobClock"), ("stages.unitfiles", "log_timing"),
+JOB_LOG_ENTRIES = frozenset({("stages.joblog", "job_log"), ("timing", "JobClock"), ("stages.joblog", "log_timing"),
                              ("generate.gpu_guard", "require_gpus")})
 
 
@@ -267,10 +268,88 @@ def script_entries(script: str | Path) -> list[Ref]:
 
 def script_modules(script: str | Path, data: Iterable[str] = ()) -> list[str]:
     """The modules a rule script's work reaches (:func:`used_modules` of :func:`script_entries`), plus the
-    package files they read (:func:`module_data`) and ``data``.
-
-    A rule whose work is one stage function passes that stage's own list (its outputs' provenance); a rule
-    whose script composes several calls (``figures``) derives its code hash here, from the script itself.
-    """
+    package files they read (:func:`module_data`) and ``data``."""
     code = used_modules(script_entries(script))
     return sorted(set(code) | set(module_data(code)) | set(data))
+
+
+@lru_cache(maxsize=None)
+def _script_code(script: str, data: tuple[str, ...]) -> str:
+    from .outputs import source_hash
+
+    return source_hash(script_modules(script, data))
+
+
+def script_code(script: str | Path, *data: str) -> str:
+    """A rule's code hash: sha256 of :func:`script_modules` of its ``script`` (plus ``data``: modules or package
+    files the rule itself needs besides what its script runs, e.g. ``"tracefiles"`` for a rule whose inputs are
+    where the trace files lie). Computed once per process and script.
+
+    >>> script_code(PACKAGE_DIR.parent / "workflow" / "scripts" / "graph.py") == script_code(
+    ...     PACKAGE_DIR.parent / "workflow" / "scripts" / "graph.py")
+    True
+    """
+    return _script_code(str(Path(script).resolve()), tuple(sorted(set(data))))
+
+
+@lru_cache(maxsize=None)
+def _code_modules(entries: tuple[Ref, ...], data: tuple[str, ...]) -> tuple[str, ...]:
+    code = used_modules(entries)
+    return tuple(sorted(set(code) | set(module_data(code)) | set(data)))
+
+
+def code_modules(*objects: Any, data: Iterable[str] = ()) -> list[str]:
+    """The modules (and package files) behind the functions or classes ``objects``: what an output's
+    provenance names as the code that wrote it (``provenance(code_modules(graph_shard), ...)``). Derived when
+    first asked for (once per process), from the objects themselves: no names to keep in step.
+
+    >>> from thinkprobe.stages.graph import graph_shard
+    >>> "graph" in code_modules(graph_shard) and "metrics" not in code_modules(graph_shard)
+    True
+    """
+    entries = tuple(sorted((o.__module__.removeprefix(PACKAGE + "."), o.__name__) for o in objects))
+    return list(_code_modules(entries, tuple(sorted(set(data)))))
+
+
+@dataclass(frozen=True)
+class RuleScript:
+    """A rule of ``rules/*.smk`` as its text says: its script (a file name in ``workflow/scripts``) and the
+    arguments of its ``code=script_code(...)`` param (None: the rule has no ``code`` param)."""
+
+    rule: str
+    file: str
+    script: str
+    code: tuple[str, ...] | None
+
+
+def rule_scripts(rules_dir: str | Path = RULES_DIR) -> dict[str, RuleScript]:
+    """Every rule with a ``script:`` in ``rules_dir/*.smk``, read from the text (no Snakemake): what the code-hash
+    coverage test and the snapshot's stage hashes (:func:`thinkprobe.stats.snapshot.stage_hashes`) start from.
+    A rule defined in a loop (``rule:`` with ``name: f"stats_fig_{_fig}"``) is listed under its name's text.
+    A ``code=`` param that is not ``script_code(<its own script>, ...)`` is an error naming the rule."""
+    import re
+
+    out: dict[str, RuleScript] = {}
+    for smk in sorted(Path(rules_dir).glob("*.smk")):
+        text = smk.read_text(encoding="utf-8")
+        starts = [m for m in re.finditer(r"^[ \t]*rule\b[ \t]*(\w*)[ \t]*:", text, re.M)]
+        for k, m in enumerate(starts):
+            block = text[m.start(): starts[k + 1].start() if k + 1 < len(starts) else len(text)]
+            name = m.group(1) or re.search(r"name:\s*\n\s*f?\"([^\"]+)\"", block).group(1)
+            script = re.search(r"script:\s*\n\s*\"(?:\.\./)?workflow/scripts/([^\"]+)\"", block)
+            if not script:
+                continue
+            code = re.search(r"^\s*code=(.*?),?(?:\s*#.*)?$", block, re.M)
+            args = None
+            if code:
+                call = re.fullmatch(r"script_code\(((?:\"[^\"]*\"(?:,\s*)?)+)\)", code.group(1).strip())
+                if not call:
+                    raise ValueError(f"{smk.name}: rule {name}: its code param is {code.group(1).strip()!r}, "
+                                     "not script_code(<its script>, ...)")
+                args = tuple(re.findall(r"\"([^\"]*)\"", call.group(1)))
+                if args[0] != script.group(1):
+                    raise ValueError(f"{smk.name}: rule {name}: its code param hashes {args[0]!r}, "
+                                     f"but its script is {script.group(1)!r}")
+            out[name] = RuleScript(name, smk.name, script.group(1), args)
+    return out
+

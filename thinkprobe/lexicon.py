@@ -14,6 +14,9 @@ from functools import lru_cache
 from pathlib import Path
 
 CUE_CLASSES = ("backtrack", "meta", "convergence", "contrast", "support")
+# the packaged lexicons, read at run time: in the code hash of every rule whose code reaches this module
+# (thinkprobe.codedeps); a user's own file is a param of its rule instead
+CODE_DATA = ("lexicons/*.tsv", "lexicons/*.txt")
 
 # Interjections and connectives that may precede a cue without changing it ("Hmm, wait", "Okay, so overall").
 FILLER = re.compile(

@@ -125,7 +125,7 @@ class InputError(ValueError):
 
 class ChangedInput(InputError):
     """A planned record is gone from its file or changed after planning: retried on the next run
-    (:mod:`thinkprobe.retry`), never a finished result."""
+    (:mod:`thinkprobe.rerun_tokens`), never a finished result."""
 
 
 def _unit_of(raw: RawRecord, entry: dict[str, Any]) -> tuple[UnitKey | None, str, dict[str, str]]:

@@ -3,7 +3,7 @@ and what each generation job will ask SLURM for (:mod:`thinkprobe.generate.jobre
 
 Per job, per model x question set, per rule and in total: units, jobs, SLURM jobs, GPUs per job, generated
 tokens expected, the wall time each job asks for, job hours and GPU hours. The jobs are those the workflow plans
-(:class:`~thinkprobe.generate.plan.CollectionPlan`, :class:`~thinkprobe.trajectories.workflow.TrajectoryPlan`),
+(:class:`~thinkprobe.generate.plan.CollectionPlan`, :class:`~thinkprobe.trajectories.batches.TrajectoryPlan`),
 so the planner and Snakemake cannot disagree on what a job is, and the workflow takes each generation job's
 resources from this same estimate.
 
@@ -416,7 +416,7 @@ def plan_study(config: Mapping[str, Any], base: str | Path = ".", collect: Colle
     traj = config.get("trajectories") or {}
     if traj.get("models") and traj.get("question_sets"):
         from ..trajectories.sampling import decoded_sampling
-        from ..trajectories.workflow import TrajectoryPlan, decoding_of
+        from ..trajectories.batches import TrajectoryPlan, decoding_of
 
         tplan = trajectories if trajectories is not None else TrajectoryPlan(config, base)
         forced = int(traj["forced"]["max_tokens"]) if traj["estimator"] == "forced" else None

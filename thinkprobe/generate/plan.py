@@ -93,7 +93,7 @@ class CollectionPlan:
     def batch_params(self, model: str, qset: str, batch: str,
                      collection: Mapping[str, Any] | None = None) -> dict[str, Any]:
         """Everything a collection job needs; without ``collection`` (the rule's identity param,
-        :func:`~thinkprobe.generate.collect.batch_digest`) only what decides its units, not the job's
+        :func:`~thinkprobe.generate.unit_store.batch_digest`) only what decides its units, not the job's
         loop-detection and chunking settings."""
         job = self.jobs[(model, qset)]
         by_id = {safe_id(q.id): q for q in self.questions[qset]}

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..codedeps import stage_modules
+from ..codedeps import code_modules
 from ..graph import InvariantError
 from ..params import Params
 from ..pipeline import SegmentedTrace, graph_of
@@ -24,7 +24,5 @@ def graph_shard(seg_paths: list[str], emb_paths: list[str], graph_paths: list[st
                             ids=doc["ids"])
         return unit_doc(doc["unit"], "ok", prov, trace_id=doc["trace_id"], ids=doc["ids"], graph=g.to_node_link())
 
-    return transform_units(seg_paths, emb_paths, graph_paths, MODULES, analysis, build, stage="graph")
+    return transform_units(seg_paths, emb_paths, graph_paths, code_modules(graph_shard), analysis, build, stage="graph")
 
-
-MODULES = stage_modules(__name__.removeprefix("thinkprobe."), "graph_shard")

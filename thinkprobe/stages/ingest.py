@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..codedeps import stage_modules
+from ..codedeps import code_modules
 from ..traces import Exclusion, to_trace
-from ..retry import register
+from ..rerun_tokens import register
 from ..units import ChangedInput, InputError, UnitKey, load_records, record_key
 from .unitfiles import STATUSES, failure_doc, unit_doc, unit_provenance, write_unit_or_exclude
 
@@ -23,7 +23,7 @@ def import_shard(unit_paths: list[str], records: dict[str, dict[str, Any] | None
     """Write one trace unit file per unit of a question shard; returns counts per status.
 
     A unit whose record changed after planning is written ``excluded`` and, when ``shard`` (question set,
-    question id) is given, registered for the next run (:mod:`thinkprobe.retry`): it is retried, not lost."""
+    question id) is given, registered for the next run (:mod:`thinkprobe.rerun_tokens`): it is retried, not lost."""
     if len(unit_paths) != len(outputs):
         raise ValueError(f"{len(unit_paths)} units but {len(outputs)} output paths")
     params = {"require_think": require_think, "max_trace_bytes": max_trace_bytes}
@@ -34,13 +34,13 @@ def import_shard(unit_paths: list[str], records: dict[str, dict[str, Any] | None
         unit = UnitKey.from_path(unit_path).as_dict()
         ref = records.get(unit_path)
         if ref and ref.get("absent"):  # outside its question set's grid: no unit of the study
-            doc = unit_doc(unit, "absent", unit_provenance(MODULES, params, []), ref["absent"], "import",
+            doc = unit_doc(unit, "absent", unit_provenance(code_modules(import_shard), params, []), ref["absent"], "import",
                            trace_id=None, ids={**unit, "domain": ""})
             counts[write_unit_or_exclude(out, doc, "import")["status"]] += 1
             continue
         raw = loaded.get(record_key(ref)) if ref else None
         source = getattr(raw, "source", "")
-        prov = unit_provenance(MODULES, params, [], record={**ref, "source": source} if ref else None)
+        prov = unit_provenance(code_modules(import_shard), params, [], record={**ref, "source": source} if ref else None)
         try:
             doc = _unit_document(unit, unit_path, ref, raw, prov, require_think)
         except Exception as exc:  # noqa: BLE001 - one record never costs its shard
@@ -73,5 +73,3 @@ def _unit_document(unit: dict[str, str], unit_path: str, ref: dict[str, Any] | N
                            "offset": item.offset,
                            **({"dropped_blocks": item.dropped_blocks} if item.dropped_blocks else {})})
 
-
-MODULES = stage_modules(__name__.removeprefix("thinkprobe."), "import_shard")

@@ -14,16 +14,22 @@ warnings, ``logging`` output and what native libraries (onnxruntime, torch) prin
 block raises, the traceback is written to the log *before* the log is closed and stderr restored; the
 exception then propagates, so the job still fails and Snakemake names the log. (Swapping ``sys.stderr``
 inside ``with open(log)`` loses the traceback: Python prints it after the block, to a closed file.)
+
+:func:`log_timing` adds one ``TIMING`` line to the log: where the job's time went.
 """
 
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import sys
 import traceback
 from pathlib import Path
-from typing import IO, Iterator
+from typing import IO, TYPE_CHECKING, Iterator
+
+if TYPE_CHECKING:
+    from ..timing import JobClock
 
 
 @contextlib.contextmanager
@@ -58,3 +64,8 @@ def job_log(path: str | os.PathLike, mode: str = "w") -> Iterator[IO[str]]:
                 os.dup2(saved_fd, 2)
                 os.close(saved_fd)
             log.close()
+
+
+def log_timing(log: IO[str], stage: str, clock: JobClock, units: int) -> None:
+    """One JSON line in the job's log: where the job's time went (read by bench/workflow_bench.py)."""
+    log.write("TIMING " + json.dumps({"stage": stage, **clock.as_dict(units)}) + "\n")

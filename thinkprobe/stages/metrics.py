@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..codedeps import stage_modules
+from ..codedeps import code_modules
 from ..graph import ThoughtGraph
 from ..lexicon import load_hedges
 from ..metrics import compute_metrics
@@ -23,7 +23,6 @@ def metrics_shard(graph_paths: list[str], emb_paths: list[str], metric_paths: li
         return unit_doc(doc["unit"], "ok", prov, trace_id=doc["trace_id"], ids=doc["ids"],
                         metrics=compute_metrics(g, params.metrics, hedges))
 
-    return transform_units(graph_paths, emb_paths, metric_paths, MODULES, analysis, build, stage="metrics")
+    return transform_units(graph_paths, emb_paths, metric_paths, code_modules(metrics_shard), analysis, build,
+                           stage="metrics")
 
-
-MODULES = stage_modules(__name__.removeprefix("thinkprobe."), "metrics_shard", data=["lexicons/hedges.txt"])

@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from ..codedeps import stage_modules
+from ..codedeps import code_modules
 from ..encoder import load_encoder
 from ..params import Params
 from ..pipeline import SegmentedTrace, segment_traces
@@ -97,7 +97,7 @@ def segment_shard(trace_paths: list[str | None], seg_paths: list[str], emb_paths
     counts = {status: 0 for status in STATUSES}
     dim = next((r.embeddings.shape[1] for r in results.values() if isinstance(r, SegmentedTrace)), 0)
     for i, (doc, seg_path, emb_path) in enumerate(zip(docs, seg_paths, emb_paths)):
-        prov = unit_provenance(MODULES, analysis, [p for p in trace_paths[i:i + 1] if p is not None], **encoder_prov,
+        prov = unit_provenance(code_modules(segment_shard), analysis, [p for p in trace_paths[i:i + 1] if p is not None], **encoder_prov,
                                **(extra_provenance or {}))
         res = results.get(i)
         emb = np.zeros((0, dim), np.float32)
@@ -126,5 +126,3 @@ def segment_shard(trace_paths: list[str | None], seg_paths: list[str], emb_paths
     clock.mark("write")
     return counts
 
-
-MODULES = stage_modules(__name__.removeprefix("thinkprobe."), "segment_shard", data=["lexicons/cues.tsv"])

@@ -6,7 +6,7 @@ import json
 
 import pandas as pd
 
-from ..codedeps import stage_modules
+from ..codedeps import code_modules
 from ..vocabulary import METRIC_NAMES
 from ..outputs import atomic_write_text, provenance, read_table_metadata, sha256_file, write_json, write_table
 from ..profile import model_profiles, trace_profiles
@@ -49,7 +49,7 @@ def aggregate(metric_paths: list[str], problems: list[dict[str, str]], out_metri
         excluded.append({"trace_id": p["trace_id"], "model": "", "question_set": p.get("question_set", ""),
                          "question_id": "", "run": "",
                          "stage": p.get("stage", "input"), "reason": p["reason"], "source": p.get("source", "")})
-    prov = provenance(AGGREGATE_MODULES, {}, metric_paths)
+    prov = provenance(code_modules(aggregate), {}, metric_paths)
     write_table(out_metrics, pd.DataFrame(rows, columns=ID_COLUMNS + list(METRIC_NAMES)), prov)
     write_table(out_exclusions, pd.DataFrame(excluded, columns=EXCLUSION_COLUMNS), prov)
     return len(rows), len(excluded)
@@ -73,7 +73,7 @@ def batch_manifest(metric_paths: list[str], out_path: str) -> dict[str, int]:
         counts[doc["status"]] += 1
         units.append({"file": path, "status": doc["status"], "sha256": sha256_file(path)})
     write_json(out_path, {"units": units, "counts": counts,
-                          "provenance": provenance(BATCH_MODULES, {}, [])})
+                          "provenance": provenance(code_modules(batch_manifest), {}, [])})
     return counts
 
 
@@ -92,7 +92,7 @@ def profiles_table(metrics_path: str, out_path: str, exclude: tuple[str, ...] = 
     ``dimensions`` is the dimension map (``analysis.profile.dimensions``: ``table2``, ``app_g`` or a mapping).
     """
     metrics = pd.read_parquet(metrics_path)
-    prov = provenance(PROFILE_MODULES, {"excluded_metrics": list(exclude), "dimensions": dimensions or "table2"},
+    prov = provenance(code_modules(profiles_stage), {"excluded_metrics": list(exclude), "dimensions": dimensions or "table2"},
                       [metrics_path],
                       source_provenance=read_table_metadata(metrics_path))
     if metrics.empty:
@@ -118,9 +118,3 @@ def html_table(table_path: str, out_path: str, title: str, max_rows: int = 5000,
     df = pd.read_parquet(table_path)
     atomic_write_text(out_path, table_page(df, title, read_table_metadata(table_path), links, max_rows,
                                            source=(table_path, sha256_file(table_path))))
-
-
-AGGREGATE_MODULES = stage_modules(__name__.removeprefix("thinkprobe."), "aggregate")
-BATCH_MODULES = stage_modules(__name__.removeprefix("thinkprobe."), "batch_manifest")
-PROFILE_MODULES = stage_modules(__name__.removeprefix("thinkprobe."), "profiles_stage")
-REPORT_MODULES = stage_modules(__name__.removeprefix("thinkprobe."), "html_table")

@@ -26,7 +26,6 @@ from typing import Any, Callable
 
 from .. import integrity
 from ..outputs import atomic_write_bytes, provenance, write_json
-from ..timing import JobClock
 from ..units import unit_path
 
 # ``absent``: a unit outside its question set's grid (a model or run that never applies to that set, e.g. a
@@ -213,8 +212,3 @@ def unit_provenance(modules: list[str], params: dict[str, Any], inputs: list[str
     Deliberately free of timestamps and timings, so that a rerun writes byte-identical files.
     """
     return provenance(modules, params, [p for p in inputs if Path(p).exists()], **extra)
-
-
-def log_timing(log, stage: str, clock: JobClock, units: int) -> None:
-    """One JSON line in the job's log: where the job's time went (read by bench/workflow_bench.py)."""
-    log.write("TIMING " + json.dumps({"stage": stage, **clock.as_dict(units)}) + "\n")

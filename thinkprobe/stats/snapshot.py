@@ -59,6 +59,8 @@ ABLATION_SETS = (
      True),
 )
 
+# the rule of each stage whose name differs (a stats stage `stats.<kind>` is rule stats_<kind>)
+RULE_OF = {"import": "import_traces", "batch": "analysis_batch"}
 # the upstream stages of each table (their code hashes make the table's), besides its own stats rule
 _METRICS_CHAIN = ("import", "segment", "graph", "metrics", "batch", "aggregate")
 TABLE_CHAINS: dict[str, tuple[str, ...]] = {
@@ -83,20 +85,21 @@ REDERIVABLE = ("kruskal", "model_vs_domain", "length_excluded", "aggregation_rob
 
 
 def stage_hashes() -> dict[str, str]:
-    """Today's source hash of every stage a snapshot table depends on (the workflow's ``code`` params)."""
-    from ..codedeps import stage_modules
+    """Today's source hash of every stage a snapshot table depends on: the ``code`` param of its rule (the
+    rule's :func:`~thinkprobe.codedeps.script_code`, as ``rules/*.smk`` write it)."""
+    from ..codedeps import SCRIPTS_DIR, code_modules, rule_scripts, script_code
+    from ..encoder import load_encoder
     from ..outputs import source_hash
-    from ..stages import graph, ingest, metrics, segment, tables
-    from .stages import MODULES
+    from ..params import Params
+    from ..pipeline import ablation
+    from ..traces import read_traces
 
-    out = {"import": source_hash(ingest.MODULES), "segment": source_hash(segment.MODULES),
-           "graph": source_hash(graph.MODULES), "metrics": source_hash(metrics.MODULES),
-           "batch": source_hash(tables.BATCH_MODULES), "aggregate": source_hash(tables.AGGREGATE_MODULES),
-           "profiles": source_hash(tables.PROFILE_MODULES),
-           # `thinkprobe ablate`: the pipeline's ablation on traces read from files, with the encoder and parameters
-           "ablate": source_hash(sorted({*stage_modules("pipeline", "ablation"), *stage_modules("traces", "read_traces"),
-                                         *stage_modules("encoder", "load_encoder"), *stage_modules("params", "Params")}))}
-    out.update({f"stats.{kind}": source_hash(mods) for kind, mods in MODULES.items()})
+    rules = rule_scripts()
+    stages = {s for chain in TABLE_CHAINS.values() for s in chain if s != "ablate"}
+    out = {s: script_code(SCRIPTS_DIR / rules[RULE_OF.get(s, s.replace(".", "_"))].script,
+                          *rules[RULE_OF.get(s, s.replace(".", "_"))].code[1:]) for s in stages}
+    # `thinkprobe ablate`: the pipeline's ablation on traces read from files, with the encoder and parameters
+    out["ablate"] = source_hash(code_modules(ablation, read_traces, load_encoder, Params))
     return out
 
 
@@ -279,7 +282,7 @@ def rederive(snapshot_dir: str | Path, out_dir: str | Path, root: str | Path = "
     from ..stages.tables import profiles_table
     from .ablation import ablation_means
     from .cycles import cycle_summary
-    from .stages import claims_stage, confound_stage, kruskal_stage, robustness_stage, rule_params
+    from ..stages.stats import claims_stage, confound_stage, kruskal_stage, robustness_stage, rule_params
 
     snap, out = Path(snapshot_dir), Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)

@@ -46,7 +46,7 @@ from typing import Any, Callable, Mapping, Sequence
 
 from functools import lru_cache
 
-from ..codedeps import stage_modules, used_modules
+from ..codedeps import code_modules, used_modules
 from ..answers import DEFAULT_STOP
 from .checkpoints import (Checkpoint, RealizedTrace, Reasoning, TraceError, check_tokenizer, checkpoints,
                           engine_tokenizer_id, find_reasoning, think_close_id)
@@ -59,7 +59,6 @@ from .stopping import StoppingRule
 from .store import ContinuationStore  # noqa: F401 - re-exported
 
 ESTIMATORS = ("full", "forced")
-MODULES = stage_modules("trajectories.sampling", "sample_traces")  # derived: thinkprobe.codedeps
 
 # The sampling code (issue 25, item 5): the functions that decide what each request asks for (prompt, budget,
 # seed, stop strings), which checkpoints are sampled again, what is stored of each continuation and how a
@@ -69,19 +68,19 @@ MODULES = stage_modules("trajectories.sampling", "sample_traces")  # derived: th
 # (run on import, it decides nothing) and the analysis it re-exports, the provenance helpers, the engines'
 # process plumbing and model lookup (the weights are keyed by the model's identity) and the defaults (their
 # values enter the key as settings).
-SAMPLING_CODE_ENTRIES = tuple(("trajectories.sampling", name) for name in (
-    "plan_trace", "sample_plans", "_budget", "_seed", "_spec", "_continuation", "continuation_document"))
-STOPPING_CODE_ENTRIES = (("trajectories.sampling", "_labels_for_stopping"), ("trajectories.stopping", "StoppingRule"))
 NOT_SAMPLING_CODE = frozenset({"__init__", "generate.__init__", "trajectories.__init__", "trajectories.distributions",
                                "trajectories.dynamics", "codedeps", "outputs", "generate.hub", "generate.models",
                                "generate.reaper", "generate.defaults"})
 
 
 def sampling_code(stopping: bool) -> list[str]:
-    """The modules of the sampling code (derived from :data:`SAMPLING_CODE_ENTRIES`, plus the labelling
-    when ``stopping``), less :data:`NOT_SAMPLING_CODE`."""
-    entries = SAMPLING_CODE_ENTRIES + (STOPPING_CODE_ENTRIES if stopping else ())
-    return [m for m in used_modules(entries) if m not in NOT_SAMPLING_CODE]
+    """The modules of the sampling code (what the functions below use, :mod:`thinkprobe.codedeps`; with
+    ``stopping``, also the labels that decide how many are sampled), less :data:`NOT_SAMPLING_CODE`."""
+    code = [plan_trace, sample_plans, _budget, _seed, _spec, _continuation, continuation_document]
+    if stopping:
+        code += [_labels_for_stopping, StoppingRule]
+    return [m for m in used_modules((f.__module__.removeprefix("thinkprobe."), f.__name__) for f in code)
+            if m not in NOT_SAMPLING_CODE]
 
 
 @lru_cache(maxsize=None)
@@ -484,7 +483,7 @@ def continuation_document(plan: TracePlan, entries: Mapping[tuple[str, int], Map
 def sampling_provenance(engine, cfg: SamplingConfig, fingerprint: str | None = None) -> dict[str, Any]:
     from ..outputs import provenance
 
-    return provenance(MODULES, cfg.as_dict(), [], engine={"backend": engine.backend, "model": engine.model,
+    return provenance(code_modules(sample_traces), cfg.as_dict(), [], engine={"backend": engine.backend, "model": engine.model,
                                                            "version": engine.version,
                                                            "max_model_len": engine.max_model_len},
                       tokenizer_sha256=fingerprint, sampling_code_sha256=sampling_code_sha256(cfg.stopping is not None))

@@ -237,8 +237,7 @@ def page_from_trace(path: str | Path, trace_id: str | None = None, params=None, 
 def page_modules() -> list[str]:
     """The thinkprobe modules behind a page and the package files they read (its templates, style sheet and
     script, the bundled reference), derived from the imports (:mod:`thinkprobe.codedeps`)."""
-    from ..codedeps import module_data, used_modules
+    from ..codedeps import code_modules
+    from .page import render_page
 
-    code = used_modules([("view.sources", "page_from_results"), ("view.sources", "page_from_trace"),
-                         ("view.page", "render_page")])
-    return sorted(set(code) | set(module_data(code)))
+    return code_modules(page_from_results, page_from_trace, render_page)

@@ -11,7 +11,7 @@ if __name__ == "__main__":  # vLLM spawns workers that re-import this file
         from thinkprobe.generate.gpu_guard import require_gpus
 
         require_gpus(snakemake.resources.gpu)  # asked for GPUs: CUDA devices and vLLM's CUDA build, or fail now
-        from thinkprobe.generate.collect import collect_batch, collection_job
+        from thinkprobe.stages.collect import collect_batch, collection_job
         from thinkprobe.generate.engine import open_engine
         from thinkprobe.outputs import write_json
 

@@ -1,12 +1,12 @@
 """Rule graph: layers 3-4, node types and invariants for every unit of a question shard."""
 
-from thinkprobe.stages.joblog import job_log
+from thinkprobe.stages.joblog import job_log, log_timing
 from thinkprobe.timing import JobClock
 
 clock = JobClock()
 with job_log(snakemake.log[0]) as log:
     from thinkprobe.stages.graph import graph_shard
-    from thinkprobe.stages.unitfiles import embeddings_files, log_timing
+    from thinkprobe.stages.unitfiles import embeddings_files
 
     clock.mark("imports")
     counts = graph_shard(list(snakemake.input.segments), embeddings_files(snakemake.input.segments), list(snakemake.output),

@@ -1,12 +1,11 @@
 """Rule import_traces: write one trace unit file per unit of a question shard."""
 
-from thinkprobe.stages.joblog import job_log
+from thinkprobe.stages.joblog import job_log, log_timing
 from thinkprobe.timing import JobClock
 
 clock = JobClock()
 with job_log(snakemake.log[0]) as log:
     from thinkprobe.stages.ingest import import_shard
-    from thinkprobe.stages.unitfiles import log_timing
 
     clock.mark("imports")
     counts = import_shard(snakemake.params.units, snakemake.params.records, list(snakemake.output),

@@ -2,13 +2,13 @@
 
 import os
 
-from thinkprobe.stages.joblog import job_log
+from thinkprobe.stages.joblog import job_log, log_timing
 from thinkprobe.timing import JobClock
 
 clock = JobClock()
 with job_log(snakemake.log[0]) as log:
     from thinkprobe.stages.segment import segment_shard
-    from thinkprobe.stages.unitfiles import embeddings_files, log_timing
+    from thinkprobe.stages.unitfiles import embeddings_files
     from thinkprobe.tracefiles import unit_trace_files
 
     clock.mark("imports")

@@ -3,7 +3,7 @@
 from thinkprobe.stages.joblog import job_log
 
 with job_log(snakemake.log[0]) as log:
-    from thinkprobe.stats.stages import ablation_stage
+    from thinkprobe.stages.stats import ablation_stage
     from thinkprobe.tracefiles import trace_files
 
     table = ablation_stage(trace_files(snakemake.input), snakemake.params.analysis, snakemake.params.n,

@@ -3,7 +3,7 @@
 from thinkprobe.stages.joblog import job_log
 
 with job_log(snakemake.log[0]) as log:
-    from thinkprobe.stats.stages import agreement_stage
+    from thinkprobe.stages.stats import agreement_stage
 
     table = agreement_stage(snakemake.params.files, snakemake.params.analysis, snakemake.params.tolerance,
                             snakemake.output[0])

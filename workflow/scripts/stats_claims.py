@@ -3,7 +3,7 @@
 from thinkprobe.stages.joblog import job_log
 
 with job_log(snakemake.log[0]) as log:
-    from thinkprobe.stats.stages import claims_stage
+    from thinkprobe.stages.stats import claims_stage
 
     inputs = dict(snakemake.input.items())
     per_trace = {k: inputs.pop(k, None) for k in ("metrics", "cycles", "ablation_traces")}

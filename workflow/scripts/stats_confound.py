@@ -3,7 +3,7 @@
 from thinkprobe.stages.joblog import job_log
 
 with job_log(snakemake.log[0]) as log:
-    from thinkprobe.stats.stages import confound_stage
+    from thinkprobe.stages.stats import confound_stage
 
     table = confound_stage(snakemake.input[0], snakemake.output.confound, snakemake.output.excluded,
                            snakemake.params.groupings, snakemake.params.dimensions, snakemake.params.permutation)

@@ -3,7 +3,7 @@
 from thinkprobe.stages.joblog import job_log
 
 with job_log(snakemake.log[0]) as log:
-    from thinkprobe.stats.stages import cycles_stage
+    from thinkprobe.stages.stats import cycles_stage
 
     table = cycles_stage(list(snakemake.input), snakemake.params.cap, snakemake.output.cycles,
                          snakemake.output.summary)

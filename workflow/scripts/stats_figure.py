@@ -3,7 +3,7 @@
 from thinkprobe.stages.joblog import job_log
 
 with job_log(snakemake.log[0]) as log:
-    from thinkprobe.stats.stages import draw
+    from thinkprobe.stages.stats import draw
 
     draw(snakemake.params.figure, dict(snakemake.input), list(snakemake.output), dict(snakemake.params.options),
          snakemake.params.code)

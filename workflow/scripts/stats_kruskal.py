@@ -3,7 +3,7 @@
 from thinkprobe.stages.joblog import job_log
 
 with job_log(snakemake.log[0]) as log:
-    from thinkprobe.stats.stages import kruskal_stage
+    from thinkprobe.stages.stats import kruskal_stage
 
     table = kruskal_stage(snakemake.input.metrics, snakemake.input.profiles, snakemake.output.kruskal,
                           snakemake.output.ratio, snakemake.params.groupings, snakemake.params.permutation)

@@ -3,7 +3,7 @@
 from thinkprobe.stages.joblog import job_log
 
 with job_log(snakemake.log[0]) as log:
-    from thinkprobe.stats.stages import sensitivity_stage
+    from thinkprobe.stages.stats import sensitivity_stage
     from thinkprobe.tracefiles import trace_files
 
     table = sensitivity_stage(trace_files(snakemake.input.traces), snakemake.input.metrics, snakemake.params.analysis,

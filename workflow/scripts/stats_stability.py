@@ -3,7 +3,7 @@
 from thinkprobe.stages.joblog import job_log
 
 with job_log(snakemake.log[0]) as log:
-    from thinkprobe.stats.stages import stability_stage
+    from thinkprobe.stages.stats import stability_stage
 
     cv, cos = stability_stage(snakemake.input.metrics, snakemake.input.profiles, snakemake.output.cv,
                               snakemake.output.cosine)

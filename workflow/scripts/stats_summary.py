@@ -3,7 +3,7 @@
 from thinkprobe.stages.joblog import job_log
 
 with job_log(snakemake.log[0]) as log:
-    from thinkprobe.stats.stages import summary_stage
+    from thinkprobe.stages.stats import summary_stage
 
     text = summary_stage(snakemake.input.kruskal, snakemake.output[0])
     print(f"stats_summary: {len(text.splitlines())} line(s)", file=log)

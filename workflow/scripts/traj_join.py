@@ -3,7 +3,7 @@
 from thinkprobe.stages.joblog import job_log
 
 with job_log(snakemake.log[0]) as log:
-    from thinkprobe.trajectories.workflow import join_batches
+    from thinkprobe.stages.trajectories import join_batches
 
     counts = join_batches(list(snakemake.input.cont), list(snakemake.input.labels), dict(snakemake.output.items()),
                           snakemake.params.analysis, snakemake.params.min_words)

@@ -11,7 +11,7 @@ if __name__ == "__main__":  # vLLM spawns workers that re-import this file
 
         require_gpus(snakemake.resources.gpu)  # asked for GPUs: CUDA devices and vLLM's CUDA build, or fail now
         from thinkprobe.tracefiles import trace_file
-        from thinkprobe.trajectories.workflow import sample_batch
+        from thinkprobe.stages.trajectories import sample_batch
 
         w, p = snakemake.wildcards, snakemake.params
         traces = [trace_file(f"{w.model}/{w.question_set}/{q}/{r}") for q in p.questions for r in p.runs]

@@ -3,7 +3,7 @@
 from thinkprobe.stages.joblog import job_log
 
 with job_log(snakemake.log[0]) as log:
-    from thinkprobe.trajectories.workflow import build_tables
+    from thinkprobe.stages.trajectories import build_tables
 
     counts = build_tables(list(snakemake.input), dict(snakemake.output.items()), snakemake.params.tau,
                           snakemake.params.support, snakemake.params.comparisons,

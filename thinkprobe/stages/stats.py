@@ -6,24 +6,14 @@ call these.
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 import pandas as pd
 
-from ..codedeps import stage_modules
+from ..codedeps import code_modules
 from ..vocabulary import DIMENSIONS, METRIC_NAMES
 from ..outputs import provenance, read_table_metadata, write_table
 from ..units import unit_path
-
-# The function behind each kind of stats rule; its code (what the function really uses, thinkprobe.codedeps)
-# is the rule's `code` param and its outputs' source hash.
-ENTRIES = {"kruskal": "kruskal_stage", "dunn": "dunn_stage", "spearman": "spearman_stage",
-           "stability": "stability_stage", "cycles": "cycles_stage", "confound": "confound_stage",
-           "ablation": "ablation_stage", "sensitivity": "sensitivity_stage", "robustness": "robustness_stage",
-           "figures": "draw", "agreement": "agreement_stage", "pages": "table_pages",
-           "summary": "summary_stage", "claims": "claims_stage"}
-MODULES: dict[str, list[str]] = {kind: stage_modules("stats.stages", entry) for kind, entry in ENTRIES.items()}
-
 
 # the packages whose code computes the statistics: their versions go into every stats table's provenance,
 # so a rerun elsewhere can tell a changed number from a changed library
@@ -61,9 +51,12 @@ def rule_params(config: dict[str, Any]) -> dict[str, Any]:
             "dimensions": ((config.get("analysis") or {}).get("profile") or {}).get("dimensions")}
 
 
-def _prov(kind: str, params: dict[str, Any], inputs: Sequence[str], source: str | None = None) -> dict[str, Any]:
+def _prov(stage: Callable[..., Any], params: dict[str, Any], inputs: Sequence[str],
+          source: str | None = None) -> dict[str, Any]:
+    """The provenance block of a table written by ``stage``: the modules its code reaches (thinkprobe.codedeps),
+    the parameters, the inputs' sha256 and, for a table computed from another, that table's provenance."""
     extra = {"source_provenance": read_table_metadata(source)} if source else {}
-    return provenance(MODULES[kind], params, list(inputs), packages=package_versions(), **extra)
+    return provenance(code_modules(stage), params, list(inputs), packages=package_versions(), **extra)
 
 
 def _trace_level(profiles_path: str) -> pd.DataFrame:
@@ -75,13 +68,13 @@ def kruskal_stage(metrics_path: str, profiles_path: str, out_kruskal: str, out_r
                   groupings: Sequence[str], permutation: dict[str, Any] | None = None) -> pd.DataFrame:
     """``kruskal.parquet`` (19 metrics + 5 dimensions x groupings, with each epsilon^2's permutation null
     when ``permutation`` has B > 0) and ``model_vs_domain.parquet``."""
-    from .discriminability import kruskal_table, model_over_domain
+    from ..stats.discriminability import kruskal_table, model_over_domain
 
     metrics, traces = pd.read_parquet(metrics_path), _trace_level(profiles_path)
     table = pd.concat([kruskal_table(metrics, METRIC_NAMES, groupings, "metric", permutation),
                        kruskal_table(traces, list(DIMENSIONS), groupings, "dimension", permutation)],
                       ignore_index=True)
-    prov = _prov("kruskal", {"groupings": list(groupings), "permutation": permutation},
+    prov = _prov(kruskal_stage, {"groupings": list(groupings), "permutation": permutation},
                  [metrics_path, profiles_path], metrics_path)
     write_table(out_kruskal, table, prov)
     write_table(out_ratio, model_over_domain(table), prov)
@@ -90,43 +83,43 @@ def kruskal_stage(metrics_path: str, profiles_path: str, out_kruskal: str, out_r
 
 def dunn_stage(metrics_path: str, profiles_path: str, out: str, grouping: str = "model") -> pd.DataFrame:
     """``dunn.parquet``: Bonferroni-adjusted Dunn p per model pair, for every metric and dimension."""
-    from .posthoc import dunn_table
+    from ..stats.posthoc import dunn_table
 
     metrics, traces = pd.read_parquet(metrics_path), _trace_level(profiles_path)
     table = pd.concat([dunn_table(metrics, METRIC_NAMES, grouping), dunn_table(traces, list(DIMENSIONS), grouping)],
                       ignore_index=True)
-    write_table(out, table, _prov("dunn", {"grouping": grouping, "p_adjust": "bonferroni"},
+    write_table(out, table, _prov(dunn_stage, {"grouping": grouping, "p_adjust": "bonferroni"},
                                   [metrics_path, profiles_path], metrics_path))
     return table
 
 
 def spearman_stage(metrics_path: str, out: str) -> pd.DataFrame:
     """``spearman.parquet``: rho and p of every pair of the 19 metrics, with Ward positions."""
-    from .correlation import spearman_table
+    from ..stats.correlation import spearman_table
 
     table = spearman_table(pd.read_parquet(metrics_path), METRIC_NAMES)
-    write_table(out, table, _prov("spearman", {"clustering": "ward on 1 - rho"}, [metrics_path], metrics_path))
+    write_table(out, table, _prov(spearman_stage, {"clustering": "ward on 1 - rho"}, [metrics_path], metrics_path))
     return table
 
 
 def stability_stage(metrics_path: str, profiles_path: str, out_cv: str, out_cosine: str) -> tuple[pd.DataFrame, pd.DataFrame]:
     """``cv.parquet`` (run-to-run CV per model x metric) and ``cosine.parquet`` (model 5D-CP cosines)."""
-    from .stability import cosine_table, run_cv
+    from ..stats.stability import cosine_table, run_cv
 
     metrics = pd.read_parquet(metrics_path)
     profiles = pd.read_parquet(profiles_path)
     models = profiles[profiles["level"] == "model"] if "level" in profiles else profiles
     cv = run_cv(metrics, METRIC_NAMES)
     cos = cosine_table(models, list(DIMENSIONS))
-    write_table(out_cv, cv, _prov("stability", {"sd": "sample (ddof=1)"}, [metrics_path], metrics_path))
-    write_table(out_cosine, cos, _prov("stability", {}, [profiles_path], profiles_path))
+    write_table(out_cv, cv, _prov(stability_stage, {"sd": "sample (ddof=1)"}, [metrics_path], metrics_path))
+    write_table(out_cosine, cos, _prov(stability_stage, {}, [profiles_path], profiles_path))
     return cv, cos
 
 
 def cycles_stage(graph_paths: Sequence[str], cap: int, out_cycles: str, out_summary: str) -> pd.DataFrame:
     """``cycles.parquet`` (per trace and subgraph) and ``cycles_summary.parquet`` (per model and subgraph)."""
-    from ..stages.unitfiles import read_unit
-    from .cycles import CYCLE_COLUMNS, cycle_summary, graph_cycle_rows
+    from .unitfiles import read_unit
+    from ..stats.cycles import CYCLE_COLUMNS, cycle_summary, graph_cycle_rows
 
     rows = []
     for path in graph_paths:
@@ -138,7 +131,7 @@ def cycles_stage(graph_paths: Sequence[str], cap: int, out_cycles: str, out_summ
                "trace_id": unit_path(unit)}
         rows.extend(graph_cycle_rows(doc["graph"], ids, cap))
     table = pd.DataFrame(rows, columns=CYCLE_COLUMNS)
-    prov = _prov("cycles", {"cycle_cap": cap}, graph_paths)
+    prov = _prov(cycles_stage, {"cycle_cap": cap}, graph_paths)
     write_table(out_cycles, table, prov)
     write_table(out_summary, cycle_summary(table), prov)
     return table
@@ -148,11 +141,11 @@ def confound_stage(metrics_path: str, out_confound: str, out_excluded: str, grou
                    dimensions=None, permutation: dict[str, Any] | None = None) -> pd.DataFrame:
     """``length_confound.parquet`` (rho with length) and ``length_excluded.parquet`` (epsilon^2 changes,
     with the length-excluded values' permutation nulls when ``permutation`` has B > 0)."""
-    from .confound import length_correlations, length_excluded_effects
+    from ..stats.confound import length_correlations, length_excluded_effects
 
     metrics = pd.read_parquet(metrics_path)
     rho = length_correlations(metrics)
-    prov = _prov("confound", {"length": "AT", "excluded": ["AT", "ATU", "TPI"], "groupings": list(groupings),
+    prov = _prov(confound_stage, {"length": "AT", "excluded": ["AT", "ATU", "TPI"], "groupings": list(groupings),
                               "dimensions": dimensions, "permutation": permutation}, [metrics_path], metrics_path)
     write_table(out_confound, rho, prov)
     write_table(out_excluded, length_excluded_effects(metrics, groupings, dimensions=dimensions,
@@ -162,7 +155,7 @@ def confound_stage(metrics_path: str, out_confound: str, out_excluded: str, grou
 
 def read_traces(trace_paths: Sequence[str]):
     """The analysed units' traces (status ``ok``) as :class:`~thinkprobe.traces.Trace`, id = unit path."""
-    from ..stages.unitfiles import read_unit
+    from .unitfiles import read_unit
     from ..traces import Trace
 
     out = []
@@ -184,14 +177,14 @@ def ablation_stage(trace_paths: Sequence[str], analysis: dict[str, Any], n: int,
     ``ablation_traces.parquet``, the per-trace values behind them."""
     from ..encoder import load_encoder
     from ..params import Params
-    from .ablation import ablation_means, ablation_trace_table, sample_traces
+    from ..stats.ablation import ablation_means, ablation_trace_table, sample_traces
 
     params = Params.from_dict(analysis)
     traces = sample_traces(read_traces(trace_paths), n, seed)
     encoder = load_encoder(params.encoder)
     per_trace = ablation_trace_table(traces, params, encoder)
     table = ablation_means(per_trace)
-    prov = _prov("ablation", {"analysis": analysis, "n": n, "seed": seed, "traces": [t.trace_id for t in traces],
+    prov = _prov(ablation_stage, {"analysis": analysis, "n": n, "seed": seed, "traces": [t.trace_id for t in traces],
                               "encoder": encoder.encoder_id}, trace_paths)
     write_table(out_traces, per_trace, prov)
     write_table(out, table, prov)
@@ -204,7 +197,7 @@ def sensitivity_stage(trace_paths: Sequence[str], metrics_path: str, analysis: d
     model rankings with the study's metrics table (``encoder_sensitivity.parquet``)."""
     from ..params import Params
     from ..pipeline import analyze
-    from .sensitivity import load_second_encoder, rank_stability
+    from ..stats.sensitivity import load_second_encoder, rank_stability
 
     params = Params.from_dict(analysis)
     traces = read_traces(trace_paths)
@@ -220,7 +213,7 @@ def sensitivity_stage(trace_paths: Sequence[str], metrics_path: str, analysis: d
     for col in ("model", "question_id", "run", "domain"):  # the ids exactly as the study table states them
         if col in first.columns:
             second[col] = second["trace_id"].map(first[col]).fillna(second[col])
-    prov = _prov("sensitivity", {"analysis": analysis, "second_encoder": encoder_spec,
+    prov = _prov(sensitivity_stage, {"analysis": analysis, "second_encoder": encoder_spec,
                                  "encoder_id": encoder.encoder_id}, [*trace_paths, metrics_path], metrics_path)
     write_table(out_metrics, second, prov)
     table = rank_stability(first.reset_index(), second, dimensions=(analysis.get("profile") or {}).get("dimensions"))
@@ -230,10 +223,10 @@ def sensitivity_stage(trace_paths: Sequence[str], metrics_path: str, analysis: d
 
 def robustness_stage(metrics_path: str, out: str, dimensions=None) -> pd.DataFrame:
     """``aggregation_robustness.parquet``: equal-weight vs PCA-weighted model rankings per dimension."""
-    from .robustness import aggregation_robustness
+    from ..stats.robustness import aggregation_robustness
 
     table = aggregation_robustness(pd.read_parquet(metrics_path), dimensions=dimensions)
-    write_table(out, table, _prov("robustness", {"weights": "PC1 of the dimension's z-scores",
+    write_table(out, table, _prov(robustness_stage, {"weights": "PC1 of the dimension's z-scores",
                                                  "dimensions": dimensions}, [metrics_path], metrics_path))
     return table
 
@@ -242,10 +235,10 @@ def agreement_stage(corpus_files: Sequence[str], analysis: dict[str, Any], toler
     """``agreement.parquet``: thinkprobe's TUs vs the LLM step labels of steering-thinking-llms files
     (:func:`thinkprobe.stats.agreement.agreement_table`)."""
     from ..params import Params
-    from .agreement import agreement_table
+    from ..stats.agreement import agreement_table
 
     table = agreement_table(list(corpus_files), Params.from_dict(analysis), tolerance=tolerance)
-    write_table(out, table, _prov("agreement", {"analysis": analysis, "tolerance": tolerance}, corpus_files))
+    write_table(out, table, _prov(agreement_stage, {"analysis": analysis, "tolerance": tolerance}, corpus_files))
     return table
 
 
@@ -254,7 +247,7 @@ def claims_stage(tables: dict[str, str], metrics_path: str, cycles_path: str | N
     """``claims.parquet``: the checks against the paper (:mod:`.claims`): replications with bootstrap intervals
     over prompts (``bootstrap``: ``{"B", "seed", "level"}``, config ``stats.bootstrap``, ``bootstrap_seed``,
     ``interval_level``), identities verified on the tables, and findings that are not comparable."""
-    from .claims import claims_table
+    from ..stats.claims import claims_table
 
     boot = dict(bootstrap)
     read = {name: pd.read_parquet(path) for name, path in tables.items()}
@@ -263,7 +256,7 @@ def claims_stage(tables: dict[str, str], metrics_path: str, cycles_path: str | N
                          dimensions=dimensions, b=int(boot["B"]), seed=int(boot["seed"]), level=float(boot["level"]),
                          alpha=alpha)
     inputs = [*tables.values(), metrics_path, *(p for p in (cycles_path, ablation_traces_path) if p)]
-    write_table(out, table, _prov("claims", {"dimensions": dimensions, "bootstrap": boot, "alpha": alpha,
+    write_table(out, table, _prov(claims_stage, {"dimensions": dimensions, "bootstrap": boot, "alpha": alpha,
                                              "unit": "prompt (cluster bootstrap)"}, inputs, metrics_path))
     return table
 
@@ -273,7 +266,7 @@ def summary_stage(kruskal_path: str, out: str) -> str:
     from pathlib import Path
 
     from ..outputs import atomic_write_bytes
-    from .summary import summary_text
+    from ..stats.summary import summary_text
 
     text = summary_text(Path(kruskal_path).parent)
     atomic_write_bytes(out, text.encode("utf-8"))
@@ -282,7 +275,7 @@ def summary_stage(kruskal_path: str, out: str) -> str:
 
 def table_pages(tables: dict[str, str], titles: dict[str, str], outputs: dict[str, str]) -> None:
     """One HTML page (table + provenance) per statistics table, for the Snakemake report."""
-    from ..stages.tables import html_table
+    from .tables import html_table
 
     for name, path in tables.items():
         html_table(path, outputs[name], titles.get(name, name))
@@ -292,7 +285,7 @@ def draw(figure: str, inputs: dict[str, str], outputs: Sequence[str], params: di
     """Draw one statistics figure (PNG and PDF) from its input tables, with a provenance footer."""
     from .. import __version__
     from ..outputs import sha256_file
-    from . import figures as fig
+    from ..stats import figures as fig
 
     footer = f"thinkprobe {__version__} | code {code[:12]} | " + "; ".join(
         f"{p} sha256 {sha256_file(p)[:16]}" for p in inputs.values())

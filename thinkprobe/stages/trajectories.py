@@ -1,4 +1,5 @@
-"""What the trajectory rules do (rules/trajectories.smk), so that their scripts stay a dozen lines.
+"""What the trajectory rules do (rules/trajectories.smk), so that their scripts stay a dozen lines (the
+batches themselves are planned in :mod:`thinkprobe.trajectories.batches`).
 
 * :func:`sample_batch` (GPU): collected trace units -> one continuation document per trace, written as one
   batch file; resumable through the :class:`~thinkprobe.trajectories.sampling.ContinuationStore`.
@@ -20,158 +21,16 @@ from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
 from .. import integrity, protect
-from ..codedeps import stage_modules
+from ..codedeps import code_modules
 from ..outputs import provenance, write_json, write_table
-from ..generate.defaults import MODEL_RESOURCE_KEYS, TRAJECTORY_DEFAULTS
-from ..stages.unitfiles import read_unit
-from ..traces import run_name, safe_id
-from ..units import UnitKey, unit_path
-from .checkpoints import RealizedTrace, TraceError, realized_from_unit
-from .labelling import label_document
-from .sampling import MODULES as SAMPLING_MODULES
-from .sampling import SamplingConfig, decoded_sampling, decoding_applies, sample_traces, sampling_code_sha256
-from .store import FinishedDocuments
-
-# The code behind each rule, derived from what its function really uses (thinkprobe.codedeps): its
-# provenance's source hash and the rule's `code` param, so editing a module reruns exactly these rules.
-LABEL_MODULES = stage_modules("trajectories.workflow", "label_batch")
-TABLE_MODULES = stage_modules("trajectories.workflow", "build_tables")
-JOIN_MODULES = stage_modules("trajectories.workflow", "join_batches")
-
-
-class PlanError(ValueError):
-    """The trajectories section names something the config does not define; the message names it."""
-
-
-def _named(config: Mapping[str, Any], section: str, name: str, what: str) -> dict[str, Any]:
-    """The entry ``name`` of a config section that is a mapping by name or a list of {name: ...}."""
-    entries = config.get(section) or {}
-    if isinstance(entries, Mapping):
-        if name in entries:
-            return {"name": name, **dict(entries[name] or {})}
-    else:
-        for entry in entries:
-            if isinstance(entry, Mapping) and entry.get("name") == name:
-                return dict(entry)
-    raise PlanError(f"trajectories.{what}: {name!r} is not defined in the config's {section}: section")
-
-
-class TrajectoryPlan:
-    """The trajectory jobs of a config: models x question sets x batches of questions, and their files.
-
-    Question sets are loaded once (for their ids, tasks and gold answers); sampling jobs are cut into
-    batches of ``batch_questions`` questions (``batch_questions_by_model`` for a model whose jobs would
-    otherwise run past ``resources.max_runtime``) in file order, so adding questions at the end of a set only
-    adds batches.
-    """
-
-    def __init__(self, config: Mapping[str, Any], base: str | Path = "."):
-        from ..generate.datasets import DatasetPending
-        from ..generate.questions import load_question_set
-
-        self.config = config
-        self.traj = config["trajectories"]
-        self.runs = [run_name(r) for r in self.traj["runs"]]
-        self.models = {m: _named(config, "models", m, "models") for m in self.traj["models"]}
-        self.questions: dict[str, dict[str, dict[str, Any]]] = {}
-        for qset in self.traj["question_sets"] if self.models else []:
-            spec = _named(config, "question_sets", qset, "question_sets")
-            try:
-                qs = load_question_set(spec, base=Path(base))
-            except DatasetPending:  # not fetched yet: the workflow stops its targets until it is (data_ready)
-                continue
-            except (ValueError, OSError) as exc:
-                raise PlanError(f"trajectories.question_sets: {qset!r}: {exc}") from exc
-            if self.traj["questions_limit"]:
-                qs = qs[: self.traj["questions_limit"]]
-            # keyed by the id as it appears in file names (safe_id), as the collected units are
-            self.questions[qset] = {safe_id(q.id): {"task": q.task, "gold": q.gold} for q in qs}
-        sizes = {m: int((self.traj.get("batch_questions_by_model") or {}).get(m) or self.traj["batch_questions"])
-                 for m in self.models}
-        unknown = sorted(set(self.traj.get("batch_questions_by_model") or {}) - set(self.models))
-        if unknown:
-            raise PlanError(f"trajectories.batch_questions_by_model: {unknown} not in trajectories.models")
-        specs = self.traj.get("decodings") or {}
-        for name, spec in specs.items():
-            for key, known in (("models", self.models), ("question_sets", self.traj["question_sets"])):
-                unknown = [x for x in (spec or {}).get(key) or [] if x not in known]
-                if unknown:
-                    raise PlanError(f"trajectories.decodings.{name}.{key}: {unknown} not in trajectories.{key}")
-        self.decodings = ["default", *sorted(specs)]
-        self.batches = {(m, qset, batch_id(k // sizes[m], d)): list(qids)[k:k + sizes[m]]
-                        for m in self.models for qset, qids in self.questions.items()
-                        for d in self.decodings if d == "default" or decoding_applies(specs[d], m, qset)
-                        for k in range(0, len(qids), sizes[m])}
-
-    def trace_files(self, model: str, qset: str, batch: str) -> list[str]:
-        return [f"results/traces/{model}/{qset}/{q}/{r}.json"
-                for q in self.batches[(model, qset, batch)] for r in self.runs]
-
-    def units(self, model: str, qset: str, batch: str) -> list[UnitKey]:
-        """The units (realized traces) a batch samples: its questions x runs."""
-        return [UnitKey(model, qset, q, r) for q in self.batches[(model, qset, batch)] for r in self.runs]
-
-    def engine_model(self, model: str) -> dict[str, Any]:
-        """The model's entry as the sampling job's parameter: without its resources and planning figures
-        (:data:`~thinkprobe.generate.defaults.MODEL_RESOURCE_KEYS`), so that changing them reruns nothing."""
-        return {k: v for k, v in self.models[model].items() if k not in MODEL_RESOURCE_KEYS}
-
-    def batch_questions(self, model: str, qset: str, batch: str) -> dict[str, dict[str, Any]]:
-        return {q: self.questions[qset][q] for q in self.batches[(model, qset, batch)]}
-
-    def files(self, folder: str) -> list[str]:
-        return [f"results/{folder}/{m}/{q}/{b}.json" for m, q, b in self.batches]
-
-    def sampling(self, batch: str | None = None) -> dict[str, Any]:
-        """The sampling settings of a batch: its decoding's parameters overlaid on ``sampling``."""
-        decoding = decoding_of(batch) if batch else "default"
-        out = {k: self.traj[k] for k in ("n", "stride", "estimator", "sampling", "forced", "stopping",
-                                         "max_reasoning_tokens", "stop") if k in self.traj}
-        if decoding != "default":
-            out["sampling"] = decoded_sampling(self.traj, decoding)
-            out["decoding"] = decoding
-        return out
-
-    def overwrites(self) -> list[tuple[str, str]]:
-        """Existing continuation batches this config would re-sample under other settings or another model
-        (each compared with its own decoding's settings): ``(path, what changed)``, see :mod:`thinkprobe.protect`."""
-        return protect.changed({path: batch_identity(self.sampling(b), self.models[m])
-                                for path, (m, _q, b) in zip(self.files("continuations"), self.batches)})
-
-    def targets(self) -> list[str]:
-        if not self.batches:
-            return []
-        return ["results/trajectories/traces.parquet", "results/tables/trajectory_conditions.parquet",
-                "results/tables/trajectory_join.parquet", "results/figures/trajectory_mechanisms.png",
-                "results/figures/trajectory_example.png", "results/figures/trajectory_join.png",
-                "results/figures/trajectory_groups.png", "results/figures/trajectory_forest.png"]
-
-
-# The batch wildcard of the trajectory rules: what batch_id makes.
-BATCH_PATTERN = r"b[0-9]+(-[A-Za-z0-9_]+)?"
-
-
-def batch_identity(traj: Mapping[str, Any], model_cfg: Mapping[str, Any]) -> dict[str, Any]:
-    """What decides a continuation batch: its sampling settings (``traj``: :meth:`TrajectoryPlan.sampling`),
-    its model, the model's engine settings that change what is sampled and the sampling code's hash
-    (:func:`thinkprobe.protect.identity`). The sampling job records it beside the batch and keys the store
-    and the finished documents with it; planning compares it before a rerun."""
-    cfg = SamplingConfig.from_config(traj)
-    return protect.identity(cfg.as_dict(), model_cfg, sampling_code_sha256(cfg.stopping is not None))
-
-
-def batch_id(index: int, decoding: str = "default") -> str:
-    """The batch wildcard: ``b0000`` for the default decoding (the paths of a study without decodings
-    stay as they were), ``b0000-<decoding>`` for another one.
-
-    >>> batch_id(3), batch_id(0, "t02"), decoding_of("b0000-t02"), decoding_of("b0003")
-    ('b0003', 'b0000-t02', 't02', 'default')
-    """
-    return f"b{index:04d}" + ("" if decoding == "default" else f"-{decoding}")
-
-
-def decoding_of(batch: str) -> str:
-    return batch.split("-", 1)[1] if "-" in batch else "default"
+from ..generate.defaults import TRAJECTORY_DEFAULTS
+from ..units import unit_path
+from ..trajectories.batches import batch_identity
+from ..trajectories.checkpoints import RealizedTrace, TraceError, realized_from_unit
+from ..trajectories.labelling import label_document
+from ..trajectories.sampling import SamplingConfig, sample_traces
+from ..trajectories.store import FinishedDocuments
+from .unitfiles import read_unit
 
 
 def _unit_of(path: str) -> dict[str, str]:
@@ -272,7 +131,7 @@ def sample_batch(trace_paths: Sequence[str], out_path: str, model_cfg: Mapping[s
             engine.close()
     stats.update(engine_seconds=engine_seconds, job_seconds=time.perf_counter() - t0, documents_reused=reused)
     write_batch(out_path, {"documents": docs, "stats": stats,
-                           "provenance": provenance(SAMPLING_MODULES, cfg.as_dict(),
+                           "provenance": provenance(code_modules(sample_traces), cfg.as_dict(),
                                                     [p for p in trace_paths if Path(p).exists()],
                                                     model=dict(model_cfg), sampling_code_sha256=ident["code_sha256"])})
     protect.record(out_path, ident)  # checked before a rerun overwrites it
@@ -293,7 +152,7 @@ def label_batch(cont_path: str, out_path: str, questions: Mapping[str, Mapping[s
         q = questions.get(str(doc["unit"]["question_id"]), {})
         rec = label_document(doc, q.get("task") or doc.get("task"), q.get("gold", doc.get("gold")))
         records.append(rec)
-    write_batch(out_path, {"records": records, "provenance": provenance(LABEL_MODULES, {}, [cont_path])})
+    write_batch(out_path, {"records": records, "provenance": provenance(code_modules(label_batch), {}, [cont_path])})
     return {"ok": sum(r["status"] == "ok" for r in records), "excluded": sum(r["status"] != "ok" for r in records)}
 
 
@@ -314,12 +173,12 @@ def build_tables(label_paths: Sequence[str], outputs: Mapping[str, str], tau: fl
     the budget or the context exceeds ``max_cut_share`` (each also passed to ``log``)."""
     import pandas as pd
 
-    from . import aggregates as agg
-    from . import figures
-    from .distributions import trajectory_record_to_states
+    from ..trajectories import aggregates as agg
+    from ..trajectories import figures
+    from ..trajectories.distributions import trajectory_record_to_states
 
     records = load_records(label_paths)
-    prov = provenance(TABLE_MODULES, {"tau": tau, "support": support, "group_fraction": group_fraction,
+    prov = provenance(code_modules(build_tables), {"tau": tau, "support": support, "group_fraction": group_fraction,
                                       "confidence": confidence, "disagreement_grid": disagreement_grid}, label_paths)
     traces, excluded = agg.trace_table(records, tau=tau, support=support)
     write_table(outputs["traces"], traces, prov)
@@ -403,7 +262,7 @@ def cut_warnings(conditions, max_cut_share: float) -> list[str]:
 
 
 def _empty_figure(path: str, message: str) -> None:
-    from .figures import _pyplot, _save
+    from ..trajectories.figures import _pyplot, _save
 
     plt = _pyplot()
     fig, ax = plt.subplots(figsize=(4, 1.5))
@@ -417,7 +276,7 @@ def join_batches(cont_paths: Sequence[str], label_paths: Sequence[str], outputs:
     """The structure x dynamics join over all batches: intervals, per-trace status, per-model table, figure."""
     import pandas as pd
 
-    from .join import graphs_for, join_figure, join_intervals, join_table
+    from ..trajectories.join import graphs_for, join_figure, join_intervals, join_table
 
     docs = [d for p in cont_paths for d in read_batch(p)["documents"]]
     records = load_records(label_paths)
@@ -427,7 +286,7 @@ def join_batches(cont_paths: Sequence[str], label_paths: Sequence[str], outputs:
     graphs = graphs_for(docs, analysis, min_words)
     rows, status = join_intervals(docs, recs, graphs)
     table = join_table(rows)
-    prov = provenance(JOIN_MODULES, {"analysis": dict(analysis), "min_words": min_words}, [*cont_paths, *label_paths])
+    prov = provenance(code_modules(join_batches), {"analysis": dict(analysis), "min_words": min_words}, [*cont_paths, *label_paths])
     write_table(outputs["intervals"], pd.DataFrame(rows), prov)
     write_table(outputs["status"], pd.DataFrame(status), prov)
     write_table(outputs["table"], table, prov)

@@ -1,4 +1,4 @@
-"""Units to retry on the next run: an input that changed after the workflow was planned is not a result.
+"""Rerun tokens: shards whose input changed after the workflow was planned, to import again on the next run.
 
 The import job finds each planned record again by its content hash. When an input file was edited between
 planning and the job (an editor saving, a sync tool), the record is not found: the unit is written as

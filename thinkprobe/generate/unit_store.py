@@ -1,0 +1,231 @@
+"""The store of a collection job's finished units: where each lies, what decides it, the record written.
+
+A collection job (:mod:`thinkprobe.stages.collect`) writes each unit that is final at once, one read-only
+file per unit (``<store>/<question_id>/<run>.json``, atomically and sealed with its digest,
+:func:`write_store_unit`); a unit whose store file exists and verifies (:func:`verified_store`) is never
+generated again. :func:`unit_identity` is what decides a unit's sample (model, prompt,
+sampling, seed), :func:`unit_settings` its digest kept in the record (a stored unit generated with other
+settings is refused, never overwritten: :class:`StaleUnits`), and :func:`batch_digest` the collection rule's
+identity param. :func:`write_trace_file` writes the analysis's trace file of a stored unit once
+(:func:`trace_unit_doc`), and :func:`unit_lengths` is what the planner reads of it from the job's manifest.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, Mapping
+
+from ..outputs import write_json
+from ..tracefiles import trace_file
+from ..units import UnitKey
+from .defaults import COLLECTION_SAMPLING_DEFAULTS
+from .engine import Engine, SamplingSpec
+from .questions import Question, format_prompt
+
+STORE_VERSION = 1
+
+
+class StaleUnits(RuntimeError):
+    """Stored units were generated with other settings than the config now asks for (never overwritten)."""
+
+
+def unit_settings(u: Mapping[str, Any], params: Mapping[str, Any]) -> str:
+    """sha256 of what determines a unit's sample (:func:`unit_identity`)."""
+    import hashlib
+
+    return hashlib.sha256(json.dumps(unit_identity(u, params), sort_keys=True).encode()).hexdigest()
+
+
+def unit_identity(u: Mapping[str, Any], params: Mapping[str, Any]) -> dict[str, Any]:
+    """What determines a unit's sample: model, prompt, sampling, seed (not engine tuning knobs, not resources)."""
+    m = params["model"]
+    key = {"backend": m.get("backend"), "model": m.get("path") or m.get("served_model") or m.get("name"),
+           "base_url": m.get("base_url"), "reasoning": m.get("reasoning"), "think_prefill": bool(m.get("think_prefill")),
+           "system_prompt": m.get("system_prompt") or "", "prompt_variant": params["prompt_variant"],
+           "question": u["question"]["text"], "choices": u["question"].get("choices") or [],
+           "sampling": _sampling(params["sampling"], u["seed"]).as_dict()}
+    if m.get("hub_id"):  # a hub model: its id and pinned revision decide the sample (path models: unchanged key)
+        key.update(model=m["hub_id"], revision=m.get("revision") or "main")
+    return key
+
+
+def now() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="milliseconds")
+
+
+def store_path(store: str | os.PathLike, unit: Mapping[str, str]) -> Path:
+    return Path(store) / unit["question_id"] / f"{unit['run']}.json"
+
+
+def verified_store(units: Sequence[Mapping[str, Any]], store: str | os.PathLike, traces: str | None,
+                   log=None) -> dict[str, dict[str, Any]]:
+    """The stored units of ``units`` that can be reused (unit path -> record, without its digest block).
+
+    Each stored file is verified before reuse (issue 28, item 1): one that is not readable JSON, whose content
+    no longer matches its digest or that was stored under another unit's name is moved aside
+    (``<name>.altered-<time>-<pid>``, nothing deleted) with a warning, and its unit is generated again. A file
+    written before digests is read as it is. When the unit's trace file exists already, that file holds the
+    sample the analysis used: the job then stops (:class:`StaleUnits`) naming both files instead of
+    generating a different sample behind the analysis's back; moving the trace file aside too and running
+    again collects and analyses the unit anew.
+    """
+    from .. import integrity
+
+    out: dict[str, dict[str, Any]] = {}
+    kept: list[str] = []
+    for u in units:
+        path = store_path(store, u["unit"])
+        try:
+            doc = json.loads(path.read_text(encoding="utf-8"))
+        except FileNotFoundError:
+            continue
+        except (OSError, ValueError) as err:
+            doc, why = None, f"it is not readable JSON ({type(err).__name__})"
+        else:
+            why = integrity.problem(doc, store_key(u["unit"]), required=False)
+        if why is None:
+            out[UnitKey(**u["unit"]).path] = integrity.unsealed(doc)
+            continue
+        trace = Path(trace_file(UnitKey(**u["unit"]).path, traces)) if traces is not None else None
+        instead = ("its trace file holds the analysed sample: stopped (see below)" if trace and trace.exists()
+                   else "the unit is generated again")
+        message = integrity.refused(path, why, integrity.quarantine(path), instead)
+        if log:
+            log.write(message + "\n")
+            log.flush()
+        if trace and trace.exists():
+            kept.append(f"{path} (trace file {trace})")
+    if kept:
+        raise StaleUnits(f"{len(kept)} stored unit(s) failed verification and were moved aside, but their trace "
+                         "files hold the samples the analysis used; a new sample would not match them. Move each "
+                         "trace file aside as well and run again to collect and analyse the unit anew: "
+                         + "; ".join(kept[:3]))
+    return out
+
+
+def store_key(unit: Mapping[str, str]) -> str:
+    """What a stored unit's digest binds it to (:mod:`thinkprobe.integrity`): the store and the unit, so a file
+    copied under another unit's name is refused like an altered one."""
+    return f"collect:{UnitKey(**unit).path}"
+
+
+def write_store_unit(path: Path, doc: dict[str, Any], unit: Mapping[str, str]) -> None:
+    """Write a finished unit atomically and sealed (its content and key digests), then make it read-only: it
+    is never rewritten by thinkprobe."""
+    from .. import integrity
+
+    if path.exists():
+        raise FileExistsError(f"{path}: a stored unit is never overwritten (delete it to regenerate it)")
+    write_json(path, integrity.seal(doc, store_key(unit)))
+    mode = stat.S_IMODE(path.stat().st_mode)
+    os.chmod(path, mode & ~(stat.S_IWUSR | stat.S_IWGRP | stat.S_IWOTH))
+
+
+def build_prompt(engine: Engine, question: Question, variant: str, model_cfg: Mapping[str, Any]) -> str:
+    """The prompt sent for one question: the chat-templated user turn (offline engine) or the user message.
+
+    For the offline engine the model's chat template is applied here (an optional ``system_prompt``; the
+    paper's main study used none), and ``think_prefill`` opens the assistant turn with ``<think>`` (for
+    prompted reasoning in a model that is not a native reasoner). An HTTP endpoint applies the chat
+    template itself (``engine.chat`` is True): the prompt is the user message.
+    """
+    user = format_prompt(question, variant)
+    if getattr(engine, "chat", False):
+        return user
+    messages = ([{"role": "system", "content": model_cfg["system_prompt"]}] if model_cfg.get("system_prompt")
+                else []) + [{"role": "user", "content": user}]
+    text = engine.tokenizer().apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
+    if model_cfg.get("think_prefill"):
+        text += "<think>\n"
+    return text
+
+
+def _question(d: Mapping[str, Any]) -> Question:
+    return Question(id=d["id"], question_set=d["question_set"], task=d["task"], text=d["text"], domain=d.get("domain"),
+                    gold=d.get("gold"), choices=tuple(tuple(c) for c in d.get("choices") or ()))
+
+
+def _sampling(sampling: Mapping[str, Any], seed: int) -> SamplingSpec:
+    s = {**COLLECTION_SAMPLING_DEFAULTS, **sampling}  # one home of the defaults: generate.defaults
+    return SamplingSpec(n=1, temperature=float(s["temperature"]), top_p=float(s["top_p"]),
+                        max_tokens=int(s["max_tokens"]), seed=seed, stop=tuple(s["stop"] or ()))
+
+
+def unit_lengths(doc: Mapping[str, Any]) -> dict[str, int | None]:
+    """A stored unit's completion tokens and its reasoning tokens K (completion tokens x the reasoning's share of
+    the response's characters): what the planner reads from the manifest instead of every unit file."""
+    ids, response = doc.get("token_ids"), doc.get("response") or ""
+    if doc.get("status") != "ok" or not isinstance(ids, list):
+        return {"completion_tokens": None, "reasoning_tokens": None}
+    share = min(1.0, len(doc.get("reasoning") or "") / len(response)) if response else 0.0
+    return {"completion_tokens": len(ids), "reasoning_tokens": round(len(ids) * share)}
+
+
+def write_trace_file(unit: Mapping[str, str], store_file: str | os.PathLike, out: str | os.PathLike,
+                     record: Mapping[str, Any] | None = None) -> bool:
+    """Write a collected unit's trace file from its stored record, unless it exists; True when written.
+
+    A trace file is written once, atomically, then made read-only like the store: a rerun of the batch
+    (an added run or question, a killed job resumed) writes only the missing files and never rewrites one.
+    """
+    from ..stages.unitfiles import write_unit  # sealed: verified before reuse (thinkprobe.integrity)
+
+    out = Path(out)
+    if out.exists():
+        return False
+    write_unit(out, trace_unit_doc(unit, store_file, record=record))
+    mode = stat.S_IMODE(out.stat().st_mode)
+    os.chmod(out, mode & ~(stat.S_IWUSR | stat.S_IWGRP | stat.S_IWOTH))
+    return True
+
+
+def batch_digest(params: Mapping[str, Any]) -> str:
+    """What decides a collection job's outputs, as one short digest (the rule's only identity param): each of
+    its units and the settings that decide the unit's sample (:func:`unit_settings`: model, prompt, sampling,
+    seed). A run or a question added to the batch changes it; a resource (memory, wall time, threads,
+    ``chunk_prompts``) does not, so raising a wall time reruns no collection job."""
+    import hashlib
+
+    h = hashlib.sha256()
+    for u in params["units"]:
+        h.update(f"{UnitKey(**u['unit']).path}\t{unit_settings(u, params)}\n".encode())
+    return h.hexdigest()[:16]
+
+
+def trace_unit_doc(unit: Mapping[str, str], store_file: str | os.PathLike | None, reason: str | None = None,
+                   record: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """The analysis's unit file (``results/traces/...``) for a collected unit, from its stored record.
+
+    The same document the import stage writes (``trace.text`` is the reasoning, verbatim), plus
+    ``origin: collected``, the answer, the generation record (token ids, finish reason, looping) and the
+    collection provenance. A unit that no collection job asks for (a model or run of other question sets)
+    is ``absent``: outside the question set's grid, no unit of the study.
+    """
+    from ..stages.unitfiles import absent_doc, unit_doc
+
+    unit = dict(unit)
+    upath = UnitKey(**unit).path
+    if store_file is None:
+        return absent_doc(unit, reason)
+    if record is None:
+        from ..integrity import unsealed
+
+        record = unsealed(json.loads(Path(store_file).read_text(encoding="utf-8")))
+    rec = record
+    ids = {**unit, "domain": rec["question"].get("domain") or "", "record_id": upath, "source": str(store_file)}
+    common = {"trace_id": upath, "ids": ids, "origin": "collected", "question": rec["question"]}
+    prov = {**rec["provenance"], "store": str(store_file)}
+    if rec["status"] != "ok":
+        return unit_doc(unit, "excluded", prov, rec["reason"], "collect", **common)
+    return unit_doc(unit, "ok", prov, **common,
+                    trace={"text": rec["reasoning"], "source": str(store_file),
+                           "truncated": bool(rec["looping"]) or not rec["reasoning_closed"], "offset": 0},
+                    answer=rec["answer"],
+                    generation={"prompt": rec["prompt"], "prompt_token_ids": rec.get("prompt_token_ids"),
+                                "token_ids": rec["token_ids"],
+                                "finish_reason": rec["finish_reason"], "reasoning_closed": rec["reasoning_closed"],
+                                "looping": rec["looping"], "response": rec["response"]})
