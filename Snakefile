@@ -47,3 +47,6 @@ rule all:
         TRAJ_TARGETS if TRAJ["enabled"] else [],
         PAGE_TARGETS,
         MODEL_PAGES,
+
+
+place_slurm_jobs(workflow.rules)  # resources.slurm: account, partitions, QoS, constraints (rules/common.smk)

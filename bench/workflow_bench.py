@@ -117,7 +117,8 @@ def main() -> None:
     dry_dir = workdir(base / "dry", inputs, QUESTIONS)
     dry_s, dry_out = snakemake(dry_dir, "-n", "--cores", str(args.cores))
     n_jobs = int(re.search(r"^total\s+(\d+)", dry_out, re.M).group(1))
-    _, slurm_out = snakemake(dry_dir, "-n", "--profile", str(REPO / "profiles" / "slurm"))
+    # the production profile; no conda on this machine: the caller's environment (docs/cluster.md)
+    _, slurm_out = snakemake(dry_dir, "-n", "--profile", str(REPO / "profiles" / "slurm"), "--sdm", "env-modules")
     slurm_jobs = len(re.findall(r"Group job", slurm_out))  # every other rule is a local rule
 
     run_dir = workdir(base / "run", inputs, args.questions)

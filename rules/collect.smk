@@ -1,6 +1,7 @@
 # How traces enter the workflow: traces already on disk, imported into one file per unit (import_traces), or
-# traces collected from an LLM (collect + collected_trace, below). Both write the same unit files
-# (results/traces/{model}/{question_set}/{question_id}/{run}.json), so everything downstream is shared.
+# traces collected from an LLM (collect, below: the collection job writes its units' trace files itself). Both
+# give the same unit files (results/traces/{model}/{question_set}/{question_id}/{run}.json), so everything
+# downstream is shared.
 
 rule import_traces:
     output:
@@ -22,7 +23,7 @@ rule import_traces:
         mem_mb=500,
         runtime=2,
     conda:
-        "../envs/cpu.yaml"
+        ENVS["cpu"]
     script:
         "../workflow/scripts/import_traces.py"
 
@@ -30,9 +31,13 @@ rule import_traces:
 # ---- trace collection (thinkprobe.generate): one job per model x question set x batch of questions ----
 # The job keeps every finished unit in its store (results/collect/{model}/{question_set}/units/, one
 # read-only file per unit, never regenerated), so a killed job, an added run or an added question costs only
-# the missing units; its output is a small manifest. Each unit's trace file is then written from the store by
-# `collected_trace` (a local job, protected output). Shards of a collected question set get their trace files
-# from that rule, those of an imported set from import_traces (wildcard constraints keep the two apart).
+# the missing units. It writes each stored unit's trace file itself (results/traces/..., once, read-only;
+# never rewritten) and, last, its manifest: the job's Snakemake output, which lists the units and their trace
+# files. Rules that read collected traces wait for the manifests (trace_inputs, rules/common.smk), so the DAG
+# holds one job per batch, not one per unit (thinkprobe.tracefiles).
+# Params hold only what decides the units (batch_digest: units, model, prompt, sampling, seeds); the job plans
+# its question texts itself from the config. Memory, wall time, CPUs and chunk_prompts are resources: changing
+# them reruns nothing.
 if COLLECT.units:
 
     rule collect:
@@ -41,41 +46,26 @@ if COLLECT.units:
         output:
             "results/collect/{model}/{question_set}/{cbatch}.json",
         params:
-            job=lambda w: COLLECT.batch_params(w.model, w.question_set, w.cbatch, config["collection"]),
+            units=lambda w: _collect_stage.batch_digest(COLLECT.batch_params(w.model, w.question_set, w.cbatch)),
             store=lambda w: f"results/collect/{w.model}/{w.question_set}/units",
+            traces="results/traces",  # where the job writes its units' trace files (thinkprobe.tracefiles)
             code=CODE_COLLECT,
         wildcard_constraints:
             model="[A-Za-z0-9._-]+",
             cbatch="c[0-9]+",
         log:
             "results/logs/collect/{model}/{question_set}/{cbatch}.log",
-        threads: lambda w: COLLECT.models[w.model]["threads"]
-        resources:
-            mem_mb=lambda w: COLLECT.models[w.model]["mem_mb"],
-            runtime=lambda w: COLLECT.models[w.model]["runtime"],
-            gpu=lambda w: collect_gpus(COLLECT.models[w.model]),
-            gpu_model=lambda w: (COLLECT.models[w.model]["gpu_model"] or config["resources"]["gpu_model"])
-            if collect_gpus(COLLECT.models[w.model])
-            else "",
+        threads: generation_threads("collect")
+        retries: config["resources"]["gpu_retries"]  # preempted or node failed: the rerun resumes from the store
+        resources:  # from the model and the planner's expected tokens (thinkprobe.generate.jobres)
+            mem_mb=generation_resource("collect", "mem_mb"),
+            runtime=generation_resource("collect", "runtime"),
+            gpu=generation_resource("collect", "gpu"),
+            gpu_model=generation_gpu_model("collect"),
+            cpus_per_gpu=generation_resource("collect", "cpus_per_gpu"),
+            tasks_per_gpu=generation_tasks_per_gpu("collect"),
+            chunk_prompts=config["collection"]["chunk_prompts"],
         conda:
-            "../envs/gpu.yaml"
+            ENVS["gpu"]
         script:
             "../workflow/scripts/collect.py"
-
-    rule collected_trace:
-        input:
-            collected_manifest,
-        output:
-            protected("results/traces/{model}/{question_set}/{question_id}/{run}.json"),
-        wildcard_constraints:
-            model="[A-Za-z0-9._-]+",
-            run="[A-Za-z0-9._-]+",
-            question_set=COLLECTED_SETS,
-        log:
-            "results/logs/collected_trace/{model}/{question_set}/{question_id}/{run}.log",
-        localrule: True
-        run:
-            from thinkprobe.generate.collect import write_trace_unit
-
-            write_trace_unit(dict(wildcards), input, output[0])
-            Path(log[0]).write_text(f"trace unit written: {output[0]}\n")

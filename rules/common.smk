@@ -63,6 +63,16 @@ def data_ready(wildcards=None):
         raise WorkflowError("fetch the study's data first:\n  - " + "\n  - ".join(PENDING.values()))
     return []
 
+# The conda environment of the CPU and the GPU jobs (envs/cpu.yaml, envs/gpu.yaml), built by Snakemake
+# (--sdm conda, as profiles/slurm does), or an environment already built on the shared file system (config
+# environments.cpu / environments.gpu: its path or name; docs/cluster.md).
+ENVS = {kind: config["environments"][kind] or f"../envs/{kind}.yaml" for kind in ("cpu", "gpu")}
+
+# SLURM must never requeue a job behind Snakemake's back (a requeued job would run beside its retry): every sbatch
+# this process runs inherits SBATCH_NO_REQUEUE, whatever slurm_extra or default-resources a profile sets.
+import os as _os
+
+_os.environ.update(SBATCH_NO_REQUEUE="1")
 
 try:
     PLAN = discover(
@@ -109,7 +119,7 @@ ANALYSIS = config["analysis"]
 # The module lists are derived from the code each stage really uses (thinkprobe.codedeps).
 CODE = {
     "import": source_hash(_ingest_stage.MODULES),
-    "segment": source_hash(_segment_stage.MODULES),
+    "segment": source_hash(sorted({*_segment_stage.MODULES, "tracefiles"})),  # + where a shard's trace files lie
     "graph": source_hash(_graph_stage.MODULES),
     "metrics": source_hash(_metrics_stage.MODULES),
     "batch": source_hash(_tables_stage.BATCH_MODULES),
@@ -170,34 +180,77 @@ GPU_RESOURCES = (
 )
 
 
-# ---- trace collection: the collected question sets and the manifest a collected unit waits for ----
+# ---- trace collection: the collected question sets, and what a rule reading collected traces waits for ----
+import os
 import re
+import sys
 from pathlib import Path
 
 from thinkprobe.generate import collect as _collect_stage
-from thinkprobe.generate.plan import gpus as collect_gpus
+from thinkprobe.generate.plan import CollectedTraces
 from thinkprobe.units import UnitKey
 
 CODE_COLLECT = source_hash(_collect_stage.MODULES)
 # a question set is imported or collected, never both (checked by join_grid at planning)
 COLLECTED_SETS = "|".join(re.escape(q) for q in COLLECT.question_sets) or "(?!)"
 IMPORTED_SETS = f"(?!(?:{COLLECTED_SETS})(?:/|$))[A-Za-z0-9._-]+" if COLLECT.units else "[A-Za-z0-9._-]+"
+# which collected units have their trace file: one scan of results/traces per model x question set
+COLLECTED = CollectedTraces(COLLECT)
+_COLLECTED_SETS = frozenset(COLLECT.question_sets)
+_unwritten = COLLECTED.unwritten()
+if _unwritten:  # a finished collection job whose trace files were deleted by hand: Snakemake would not rerun it
+    _jobs = " ".join(sorted(_unwritten))
+    print(f"WARNING: {sum(map(len, _unwritten.values()))} collected trace file(s) are missing although their "
+          f"collection job finished (e.g. {next(iter(_unwritten.values()))[0]}); to write them again from the store "
+          f"(nothing is generated again), rerun their job(s): --forcerun {_jobs}", file=sys.stderr)
 
 
-def collected_manifest(wildcards):
-    """The manifest of the collection job that generates this unit, or nothing for a grid unit that is not
-    collected. Marked ancient once the unit is stored and its trace file written, so that a rewritten
-    manifest (a run or a question was added to the batch) does not touch trace files already written.
-    (Not ancient before: Snakemake skips a job whose only input is an existing ancient file when that file's
-    job reruns, even if the job's own output is missing.)"""
-    key = UnitKey(wildcards.model, wildcards.question_set, wildcards.question_id, wildcards.run)
-    batch = COLLECT.units.get(key)
-    if not batch:
+def trace_inputs(keys):
+    """The inputs of a job that reads the trace files of the units ``keys``; for an imported unit its trace file,
+    or the manifest of the collection job that writes a collected unit's (thinkprobe.tracefiles), marked
+    ancient once those units' files exist, so that a rerun of the collection job (a run or question added to
+    its batch, an edit of its code) reruns nothing downstream of the units it already wrote."""
+    keys = list(keys)
+    imported = [f"results/traces/{k.path}.json" for k in keys if k.question_set not in _COLLECTED_SETS]
+    return imported + [ancient(p) if done else p for p, done in COLLECTED.inputs(keys)]
+
+
+def shard_keys(wildcards):
+    return [UnitKey(m, wildcards.question_set, wildcards.question_id, r) for m in MODELS for r in RUNS]
+
+
+_ABSENT_PAIRS = {}
+
+
+def shard_absent(wildcards):
+    """Units of a collected question set's shard that no collection job generates (outside its grid): they have
+    no trace file, and the segment job writes them as absent."""
+    qset = wildcards.question_set
+    if qset not in _COLLECTED_SETS:
         return []
-    manifest = f"results/collect/{batch[0]}/{batch[1]}/{batch[2]}.json"
-    stored = Path(f"results/collect/{key.model}/{key.question_set}/units/{key.question_id}/{key.run}.json")
-    done = stored.exists() and Path(f"results/traces/{key.path}.json").exists()
-    return ancient(manifest) if done else manifest
+    if qset not in _ABSENT_PAIRS:
+        have = COLLECT.collected_pairs(qset)
+        _ABSENT_PAIRS[qset] = [(m, r) for m in MODELS for r in RUNS if (m, r) not in have]
+    return [f"{m}/{qset}/{wildcards.question_id}/{r}" for m, r in _ABSENT_PAIRS[qset]]
+
+
+def trace_mb(keys):
+    """MB of the trace files of ``keys`` that exist (0 before they are written: Snakemake evaluates a job's
+    resources again when it submits it, once its inputs exist)."""
+    total = 0
+    for k in keys:
+        try:
+            total += os.stat(f"results/traces/{k.path}.json").st_size
+        except OSError:
+            pass
+    return total / 2**20
+
+
+def all_trace_inputs():
+    """trace_inputs of every unit of the study (the statistics that re-read traces)."""
+    imported = [f for qset, qid in SHARDS if qset not in _COLLECTED_SETS
+                for f in (f"results/traces/{m}/{qset}/{qid}/{r}.json" for m in MODELS for r in RUNS)]
+    return imported + [ancient(p) if done else p for p, done in COLLECTED.inputs(COLLECT.units)]
 
 
 # ---- models by hub id (rules/models.smk) and the study's checks (thinkprobe.generate.study_checks) ----
@@ -205,6 +258,10 @@ from thinkprobe.generate.budget import hub_models as _hub_models
 from thinkprobe.generate.study_checks import check_study as _check_study
 
 _problems = _check_study(config, base=".", collect=COLLECT)
+if not workflow.remote_exec:  # what SLURM (sinfo, sacctmgr) says of the placement keys the config sets, once
+    from thinkprobe.generate.cluster import slurm_problems as _slurm_problems
+
+    _problems += _slurm_problems(config)
 if _problems:
     raise WorkflowError("the study cannot run as configured:\n  - " + "\n  - ".join(_problems))
 
@@ -231,8 +288,71 @@ def model_manifest(model):
     return [ancient(f"results/models/{model}.json")] if model in HUB_MODELS else []
 
 
-def traj_sample_gpus(wildcards):
-    """GPUs of a trajectory sampling job: the model's tensor_parallel_size, as for collection."""
-    from thinkprobe.generate.plan import gpus, model_settings
+# ---- resources of the generation jobs (collect, traj_sample): from the model and the plan ----
+# JOB_PLAN (rules/trajectories.smk, once both plans exist) is the planner's estimate of every generation job
+# (thinkprobe.generate.budget); each job's runtime, memory and CPUs follow from it (thinkprobe.generate.jobres).
+# Resources only: changing any of them reruns nothing.
 
-    return gpus(model_settings(wildcards.model, config["models"].get(wildcards.model) or {}))
+
+def generation_resource(rule, key):
+    """A resource of one generation job of ``rule``, looked up in the plan (a dict lookup per job)."""
+
+    def value(wildcards):
+        batch = wildcards.cbatch if rule == "collect" else wildcards.batch
+        return JOB_PLAN.job(rule, wildcards.model, wildcards.question_set, batch).resources.get(key)
+
+    return value
+
+
+def generation_threads(rule):
+    def value(wildcards):
+        batch = wildcards.cbatch if rule == "collect" else wildcards.batch
+        return _jobres.job_threads(JOB_PLAN.job(rule, wildcards.model, wildcards.question_set, batch).resources)
+
+    return value
+
+
+def generation_gpu_model(rule):
+    """SLURM GPU model of a GPU job: the model's gpu_model, else resources.gpu_model (none for a CPU job)."""
+
+    def value(wildcards):
+        if not generation_resource(rule, "gpu")(wildcards):
+            return None
+        return (config["models"][wildcards.model].get("gpu_model") or config["resources"]["gpu_model"]) or None
+
+    return value
+
+
+def generation_tasks_per_gpu(rule):
+    """0 for a GPU job: the plugin then asks for one task that sees all the job's GPUs (vLLM's tensor parallel
+    workers), instead of one task per GPU bound to it."""
+
+    def value(wildcards):
+        return 0 if generation_resource(rule, "gpu")(wildcards) else None
+
+    return value
+
+
+from thinkprobe.generate import jobres as _jobres
+
+
+# ---- where SLURM jobs go: config resources.slurm (account; partition, QoS, constraint for CPU and GPU jobs) ----
+def place_slurm_jobs(all_rules):
+    """The SLURM account, partition, QoS and node constraint of each job's kind (a job asking for a GPU gets
+    resources.slurm.gpu, any other .cpu), unless its own resources or a profile (default-resources, set-resources)
+    state them."""
+    slurm = config["resources"]["slurm"]
+    keys = {"slurm_partition": "partition", "qos": "qos", "constraint": "constraint"}
+    for r in all_rules:
+        placed = {k: (slurm["cpu"][v], slurm["gpu"][v]) for k, v in keys.items()}
+        placed["slurm_account"] = (slurm["account"], slurm["account"])
+        gpu = r.resources["gpu"] if "gpu" in r.resources else None
+        gpu = 0 if gpu is None else generation_resource(r.name, "gpu") if gpu.is_evaluable() else gpu.value
+        for key, (cpu_value, gpu_value) in placed.items():
+            if key in r.resources or not (cpu_value or gpu_value):
+                continue
+            if callable(gpu):  # decided per job (a generation job on a CPU model asks for no GPU)
+                r.resources[key] = (lambda g, c, v: lambda wildcards: (v if g(wildcards) else c) or None)(
+                    gpu, cpu_value, gpu_value)
+            elif gpu_value if gpu else cpu_value:
+                r.resources[key] = gpu_value if gpu else cpu_value

@@ -3,8 +3,7 @@
 
 rule graph:
     input:
-        segments=unit_files("segments", "json"),
-        embeddings=unit_files("embeddings", "npz"),
+        segments=unit_files("segments", "json"),  # each unit's embeddings lie beside its segments (stages.unitfiles)
     output:
         unit_files("graphs", "json"),
     params:
@@ -18,6 +17,6 @@ rule graph:
         mem_mb=1000,
         runtime=2,
     conda:
-        "../envs/cpu.yaml"
+        ENVS["cpu"]
     script:
         "../workflow/scripts/graph.py"

@@ -3,8 +3,7 @@
 
 rule metrics:
     input:
-        graphs=unit_files("graphs", "json"),
-        embeddings=unit_files("embeddings", "npz"),
+        graphs=unit_files("graphs", "json"),  # each unit's embeddings lie beside its segments (stages.unitfiles)
     output:
         unit_files("metrics", "json"),
     params:
@@ -19,7 +18,7 @@ rule metrics:
         mem_mb=1000,
         runtime=2,
     conda:
-        "../envs/cpu.yaml"
+        ENVS["cpu"]
     script:
         "../workflow/scripts/metrics.py"
 
@@ -39,14 +38,16 @@ rule analysis_batch:
         mem_mb=500,
         runtime=1,
     conda:
-        "../envs/cpu.yaml"
+        ENVS["cpu"]
     script:
         "../workflow/scripts/analysis_batch.py"
 
 
 rule aggregate:
     input:
-        all_unit_files("metrics", "json"),
+        # the batch manifests, which list every unit's metrics file (and its sha256): one input per batch of
+        # questions rather than one per unit, so planning a 75,000-unit study does not resolve 75,000 more files
+        [f"results/batches/{qset}/{batch}.json" for qset, batch in BATCHES],
         data_ready,  # a dataset or git input not fetched yet: stop, naming it (rules/common.smk)
     output:
         metrics="results/tables/metrics.parquet",
@@ -59,7 +60,7 @@ rule aggregate:
         "results/logs/aggregate.log",
     localrule: True
     conda:
-        "../envs/cpu.yaml"
+        ENVS["cpu"]
     script:
         "../workflow/scripts/aggregate.py"
 
@@ -76,6 +77,6 @@ rule profiles:
         "results/logs/profiles.log",
     localrule: True
     conda:
-        "../envs/cpu.yaml"
+        ENVS["cpu"]
     script:
         "../workflow/scripts/profiles.py"

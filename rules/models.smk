@@ -42,7 +42,7 @@ rule fetch_model:
         mem_mb=2000,
         runtime=240,
     conda:
-        "../envs/gpu.yaml"
+        ENVS["gpu"]
     script:
         "../workflow/scripts/fetch_model.py"
 
@@ -134,6 +134,6 @@ rule plan:
         "results/logs/plan.log",
     localrule: True
     conda:
-        "../envs/cpu.yaml"
+        ENVS["cpu"]
     script:
         "../workflow/scripts/plan.py"

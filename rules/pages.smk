@@ -13,7 +13,10 @@ _TRAJ_UNITS = (
     else []
 )
 PAGE_UNITS = _pages.page_units([*PLAN.records, *COLLECT.units], PAGES["per_model"], _TRAJ_UNITS)
-PAGE_TARGETS = [_pages.page_file(u) for u in PAGE_UNITS] if PAGES["enabled"] else []
+# `all` asks for the pages job's index, not for every page: a target list of N pages against a job of N literal
+# outputs costs Snakemake N x N matches when it plans (bench/dag_bench.py)
+PAGE_INDEX = "results/pages/index.json"
+PAGE_TARGETS = [PAGE_INDEX] if PAGES["enabled"] else []
 MODEL_PAGES = [f"results/report/models/{m}.html" for m in MODELS]
 
 
@@ -25,7 +28,8 @@ rule trace_pages:
         trajectories=TRAJ_PLAN.files("trajectories") if _TRAJ_UNITS else [],
         continuations=TRAJ_PLAN.files("continuations") if _TRAJ_UNITS else [],
     output:
-        [
+        index=PAGE_INDEX,  # the units and their pages, written last
+        pages=[
             report(
                 _pages.page_file(u),
                 caption="../workflow/report/trace_page.rst",
@@ -46,7 +50,7 @@ rule trace_pages:
     localrule: True  # like the figures and report pages: no SLURM job of its own (a page costs milliseconds
     # unless its trajectory's reasoning must be analysed anew, see thinkprobe.view.sources)
     conda:
-        "../envs/cpu.yaml"
+        ENVS["cpu"]
     script:
         "../workflow/scripts/trace_pages.py"
 
@@ -74,6 +78,6 @@ rule model_summaries:
         "results/logs/model_summaries.log",
     localrule: True
     conda:
-        "../envs/cpu.yaml"
+        ENVS["cpu"]
     script:
         "../workflow/scripts/model_summaries.py"

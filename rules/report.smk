@@ -22,7 +22,7 @@ rule figures:
         "results/logs/figures.log",
     localrule: True
     conda:
-        "../envs/cpu.yaml"
+        ENVS["cpu"]
     script:
         "../workflow/scripts/figures.py"
 
@@ -55,6 +55,6 @@ rule report_tables:
         "results/logs/report_tables.log",
     localrule: True
     conda:
-        "../envs/cpu.yaml"
+        ENVS["cpu"]
     script:
         "../workflow/scripts/report_tables.py"

@@ -3,13 +3,15 @@
 
 rule segment:
     input:
-        unit_files("traces", "json"),
+        lambda w: trace_inputs(shard_keys(w)),  # trace files, or the manifests of the jobs that collect them
     output:
+        # each unit's embeddings (results/embeddings/.../{run}.npz) are written just before its segments file, which
+        # alone is tracked: one file per unit fewer for Snakemake to plan (docs/cluster.md)
         segments=unit_files("segments", "json"),
-        embeddings=unit_files("embeddings", "npz"),
     params:
         analysis=sections("input", "segmentation", "texttiling", "encoder"),
         cue_lexicon=file_sha(ANALYSIS["segmentation"]["cue_lexicon"]),
+        absent=shard_absent,  # units outside a collected set's grid: no trace file
         code=CODE["segment"],
     log:
         "results/logs/segment/{question_set}/{question_id}.log",
@@ -18,9 +20,9 @@ rule segment:
     threads: SEGMENT_THREADS
     resources:
         mem_mb=config["resources"]["analysis_mem_mb"],
-        runtime=lambda wildcards, input: _segment_stage.runtime_minutes(input.size_mb),  # grows with the text
+        runtime=lambda w: _segment_stage.runtime_minutes(trace_mb(shard_keys(w))),  # grows with the text
         **GPU_RESOURCES,
     conda:
-        "../envs/gpu.yaml" if config["resources"]["encoder_gpu"] else "../envs/cpu.yaml"
+        ENVS["gpu"] if config["resources"]["encoder_gpu"] else ENVS["cpu"]
     script:
         "../workflow/scripts/segment.py"

@@ -102,7 +102,7 @@ rule stats_kruskal:
         "results/logs/stats/kruskal.log",
     localrule: True
     conda:
-        "../envs/cpu.yaml"
+        ENVS["cpu"]
     script:
         "../workflow/scripts/stats_kruskal.py"
 
@@ -119,7 +119,7 @@ rule stats_dunn:
         "results/logs/stats/dunn.log",
     localrule: True
     conda:
-        "../envs/cpu.yaml"
+        ENVS["cpu"]
     script:
         "../workflow/scripts/stats_dunn.py"
 
@@ -135,7 +135,7 @@ rule stats_spearman:
         "results/logs/stats/spearman.log",
     localrule: True
     conda:
-        "../envs/cpu.yaml"
+        ENVS["cpu"]
     script:
         "../workflow/scripts/stats_spearman.py"
 
@@ -153,7 +153,7 @@ rule stats_stability:
         "results/logs/stats/stability.log",
     localrule: True
     conda:
-        "../envs/cpu.yaml"
+        ENVS["cpu"]
     script:
         "../workflow/scripts/stats_stability.py"
 
@@ -173,7 +173,7 @@ rule stats_cycles:
         mem_mb=2000,
         runtime=30,
     conda:
-        "../envs/cpu.yaml"
+        ENVS["cpu"]
     script:
         "../workflow/scripts/stats_cycles.py"
 
@@ -193,14 +193,14 @@ rule stats_confound:
         "results/logs/stats/confound.log",
     localrule: True
     conda:
-        "../envs/cpu.yaml"
+        ENVS["cpu"]
     script:
         "../workflow/scripts/stats_confound.py"
 
 
 rule stats_ablation:
     input:
-        all_unit_files("traces", "json"),
+        all_trace_inputs(),  # trace files, or the manifests of the jobs that collect them (thinkprobe.tracefiles)
     output:
         table=STATS_TABLES["ablation"],
         traces=STATS_TABLES["ablation_traces"],
@@ -208,7 +208,7 @@ rule stats_ablation:
         analysis=ANALYSIS,
         n=STATS["ablation_traces"],
         seed=STATS["ablation_seed"],
-        code=STATS_CODE["ablation"],
+        code=source_hash(sorted({*_STATS_MODULES["ablation"], "tracefiles"})),  # + collected trace files
     log:
         "results/logs/stats/ablation.log",
     threads: config["resources"]["analysis_threads"]
@@ -216,7 +216,7 @@ rule stats_ablation:
         mem_mb=config["resources"]["analysis_mem_mb"],
         runtime=30,
     conda:
-        "../envs/cpu.yaml"
+        ENVS["cpu"]
     script:
         "../workflow/scripts/stats_ablation.py"
 
@@ -233,14 +233,14 @@ rule stats_robustness:
         "results/logs/stats/robustness.log",
     localrule: True
     conda:
-        "../envs/cpu.yaml"
+        ENVS["cpu"]
     script:
         "../workflow/scripts/stats_robustness.py"
 
 
 rule stats_sensitivity:
     input:
-        traces=all_unit_files("traces", "json"),
+        traces=all_trace_inputs(),
         metrics="results/tables/metrics.parquet",
     output:
         table="results/stats/encoder_sensitivity.parquet",
@@ -248,7 +248,7 @@ rule stats_sensitivity:
     params:
         analysis=ANALYSIS,
         encoder=STATS["sensitivity_encoder"],
-        code=STATS_CODE["sensitivity"],
+        code=source_hash(sorted({*_STATS_MODULES["sensitivity"], "tracefiles"})),  # + collected trace files
     log:
         "results/logs/stats/sensitivity.log",
     threads: config["resources"]["analysis_threads"]
@@ -256,7 +256,7 @@ rule stats_sensitivity:
         mem_mb=config["resources"]["analysis_mem_mb"],
         runtime=60,
     conda:
-        "../envs/cpu.yaml"
+        ENVS["cpu"]
     script:
         "../workflow/scripts/stats_sensitivity.py"
 
@@ -278,7 +278,7 @@ rule stats_agreement:
         mem_mb=config["resources"]["analysis_mem_mb"],
         runtime=60,
     conda:
-        "../envs/cpu.yaml"
+        ENVS["cpu"]
     script:
         "../workflow/scripts/stats_agreement.py"
 
@@ -306,7 +306,7 @@ for _fig, _inputs in STATS_FIGURES.items():
             f"results/logs/stats/fig_{_fig}.log",
         localrule: True
         conda:
-            "../envs/cpu.yaml"
+            ENVS["cpu"]
         script:
             "../workflow/scripts/stats_figure.py"
 
@@ -331,7 +331,7 @@ rule stats_pages:
         "results/logs/stats/pages.log",
     localrule: True
     conda:
-        "../envs/cpu.yaml"
+        ENVS["cpu"]
     script:
         "../workflow/scripts/stats_pages.py"
 
@@ -375,6 +375,6 @@ rule stats_summary:
         "results/logs/stats/summary.log",
     localrule: True
     conda:
-        "../envs/cpu.yaml"
+        ENVS["cpu"]
     script:
         "../workflow/scripts/stats_summary.py"

@@ -30,35 +30,46 @@ TRAJ_CODE = {
     "tables": _traj_hash(_traj_workflow.TABLE_MODULES),
     "join": _traj_hash(_traj_workflow.JOIN_MODULES),
 }
-TRAJ_GPU = (
-    {"gpu": traj_sample_gpus, **({"gpu_model": config["resources"]["gpu_model"]} if config["resources"]["gpu_model"] else {})}
-    if TRAJ["gpu"]
-    else {}
-)
+# Every generation job's expected tokens and hours, and so its resources (rules/common.smk:
+# generation_resource); a job that would ask for more than resources.max_runtime stops planning.
+from thinkprobe.generate.budget import plan_study as _plan_study
+
+JOB_PLAN = _plan_study(config, ".", collect=COLLECT, trajectories=TRAJ_PLAN)
+_over_cap = JOB_PLAN.over_cap()
+if _over_cap:
+    raise WorkflowError("the study cannot run as configured:\n  - " + "\n  - ".join(_over_cap[:20])
+                        + (f"\n  ... and {len(_over_cap) - 20} more (thinkprobe plan lists them)" if len(_over_cap) > 20 else ""))
 
 
 rule traj_sample:
     wildcard_constraints:
         batch=_traj_workflow.BATCH_PATTERN,  # b0000 (default decoding) or b0000-<decoding>
     input:
-        traces=lambda w: TRAJ_PLAN.trace_files(w.model, w.question_set, w.batch),
+        # the manifests of the collection jobs that write the batch's trace files (rules/common.smk)
+        traces=lambda w: trace_inputs(TRAJ_PLAN.units(w.model, w.question_set, w.batch)),
         model=lambda w: model_manifest(w.model),  # a hub model: fetched first (rules/models.smk)
     output:
         protected("results/continuations/{model}/{question_set}/{batch}.json"),
-    params:
-        model=lambda w: TRAJ_PLAN.models[w.model],
+    params:  # what decides the continuations; memory, wall time, CPUs and prefixes_per_call are resources
+        model=lambda w: TRAJ_PLAN.engine_model(w.model),
         traj=lambda w: TRAJ_PLAN.sampling(w.batch),
         questions=lambda w: TRAJ_PLAN.batch_questions(w.model, w.question_set, w.batch),
+        runs=TRAJ_PLAN.runs,
         store="results/continuations/_store",
     log:
         "results/logs/traj_sample/{model}/{question_set}/{batch}.log",
-    threads: 10**6 if TRAJ["gpu"] else config["resources"]["analysis_threads"]
-    resources:
-        mem_mb=8000,
-        runtime=240,
-        **TRAJ_GPU,
+    threads: generation_threads("traj_sample")
+    retries: config["resources"]["gpu_retries"]  # preempted or node failed: the rerun resumes from the store
+    resources:  # from the model and the planner's expected tokens (thinkprobe.generate.jobres)
+        mem_mb=generation_resource("traj_sample", "mem_mb"),
+        runtime=generation_resource("traj_sample", "runtime"),
+        gpu=generation_resource("traj_sample", "gpu"),
+        gpu_model=generation_gpu_model("traj_sample"),
+        cpus_per_gpu=generation_resource("traj_sample", "cpus_per_gpu"),
+        tasks_per_gpu=generation_tasks_per_gpu("traj_sample"),
+        prefixes_per_call=TRAJ["prefixes_per_call"],  # engine calls per job: a knob of the job, not of its output
     conda:
-        "../envs/gpu.yaml" if TRAJ["gpu"] else "../envs/cpu.yaml"
+        ENVS["gpu"] if TRAJ["gpu"] else ENVS["cpu"]
     script:
         "../workflow/scripts/traj_sample.py"
 
@@ -79,7 +90,7 @@ rule traj_label:
         mem_mb=1000,
         runtime=10,
     conda:
-        "../envs/cpu.yaml"
+        ENVS["cpu"]
     script:
         "../workflow/scripts/traj_label.py"
 
@@ -116,7 +127,7 @@ rule traj_tables:
         mem_mb=2000,
         runtime=10,
     conda:
-        "../envs/cpu.yaml"
+        ENVS["cpu"]
     script:
         "../workflow/scripts/traj_tables.py"
 
@@ -142,7 +153,7 @@ rule traj_join:
         mem_mb=2000,
         runtime=20,
     conda:
-        "../envs/cpu.yaml"
+        ENVS["cpu"]
     script:
         "../workflow/scripts/traj_join.py"
 

@@ -391,6 +391,13 @@ def derive() -> dict[str, Any]:
         return REC.root
 
     tconfig.validate_config = recording_validate
+    # A collection job's only identity param is a digest of what decides its units (collect.batch_digest); a
+    # digest holds no config key, so here the param holds what is hashed instead: each unit's identity, and the
+    # sampling mapping it resolves (SamplingParams rebuilds the numbers, which drops their keys).
+    from thinkprobe.generate import collect as collect_stage
+
+    collect_stage.batch_digest = lambda params: [params["sampling"], params["seed"],
+                                                 *(collect_stage.unit_identity(u, params) for u in params["units"])]
     cls = smk_workflow.Workflow
     plain_getattribute = cls.__getattribute__
 

@@ -74,8 +74,9 @@ def test_collect_sigkill_rerun_and_added_run(tmp_path):
     wd = make_workdir(tmp_path / "wd", _config())
     store = wd / "results" / "collect" / "smollm2" / "tiny" / "units"
     manifest = wd / "results" / "collect" / "smollm2" / "tiny" / "c0000.json"
+    target = str(manifest.relative_to(wd))  # its job writes the trace files of the batch (thinkprobe.tracefiles)
     cmd = [sys.executable, "-m", "snakemake", "--snakefile", str(snakefile(wd)), "--directory", str(wd),
-           "--cores", "2", *_traces(["1", "2"])]
+           "--cores", "2", target]
     log = open(tmp_path / "killed-run.log", "w")
     proc = subprocess.Popen(cmd, cwd=wd, env=env_for(wd), stdout=log, stderr=subprocess.STDOUT,
                             start_new_session=True)
@@ -94,7 +95,7 @@ def test_collect_sigkill_rerun_and_added_run(tmp_path):
     assert 0 < len(killed) < 6 and not manifest.exists()
 
     snakemake(wd, "--unlock")
-    snakemake(wd, "--rerun-incomplete", *_traces(["1", "2"]))
+    snakemake(wd, "--rerun-incomplete", target)
     after = _snapshot(store)
     assert len(after) == 6
     assert {k: after[k] for k in killed} == killed  # no finished unit regenerated, changed or lost
@@ -109,14 +110,14 @@ def test_collect_sigkill_rerun_and_added_run(tmp_path):
         one, two = docs[f"results/traces/smollm2/tiny/{q}/1.json"], docs[f"results/traces/smollm2/tiny/{q}/2.json"]
         assert one["provenance"]["seed"] != two["provenance"]["seed"]
         assert one["generation"]["token_ids"] != two["generation"]["token_ids"]
-    assert job_counts(snakemake(wd, "-n", *_traces(["1", "2"])).stdout) == {}
+    assert job_counts(snakemake(wd, "-n", target).stdout) == {}
 
     # one more run: only the three new units are generated; the six traces stay as they were
     edited = write_config(wd, lambda c: c["collection"].update(runs=3))
     traces_before = _snapshot(wd / "results" / "traces" / "smollm2")
-    dry = job_counts(snakemake(wd, "-n", *_traces(["1", "2", "3"]), "--configfile", str(edited)).stdout)
-    assert (dry.get("collect"), dry.get("collected_trace")) == (1, 3)
-    snakemake(wd, *_traces(["1", "2", "3"]), "--configfile", str(edited))
+    dry = job_counts(snakemake(wd, "-n", str(manifest.relative_to(wd)), "--configfile", str(edited)).stdout)
+    assert dry == {"collect": 1}  # the trace files are written by the collection job: no job per unit
+    snakemake(wd, str(manifest.relative_to(wd)), "--configfile", str(edited))
     stats = json.loads(manifest.read_text())["stats"]
     assert stats["already_stored"] == 6 and stats["generated"] == 3
     now = _snapshot(wd / "results" / "traces" / "smollm2")
@@ -143,7 +144,7 @@ def test_collection_config_errors_and_gpu_requests(tmp_path):
     from thinkprobe.generate.models import local_model_folder
 
     big = local_model_folder("smollm2")  # a real model folder (config, tokenizer with its chat template) on GPUs
-    cfg["models"]["big"] = {"backend": "vllm", "path": str(big), "device": "gpu", "gpu_model": "a100",
+    cfg["models"]["big"] = {"backend": "vllm", "path": str(big), "device": "gpu",
                             "engine": {"tensor_parallel_size": 4}}
     cfg["collection"]["jobs"].append({"model": "big", "question_set": "tiny"})
     cfg.setdefault("resources", {})["gpus_per_node"] = 4
@@ -152,5 +153,5 @@ def test_collection_config_errors_and_gpu_requests(tmp_path):
     jobs = out.split("rule collect:")[1:]
     big = next(j for j in jobs if "results/collect/big/" in j)
     small = next(j for j in jobs if "results/collect/smollm2/" in j)
-    assert "gpu=4" in big and "gpu_model=a100" in big
-    assert "gpu=0" in small
+    assert "gpu=4" in big and "cpus_per_gpu=" in big and "tasks_per_gpu=0" in big
+    assert "gpu=0" in small and "cpus_per_gpu" not in small

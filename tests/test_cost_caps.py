@@ -59,7 +59,8 @@ def test_the_segment_rule_runtime_grows_with_its_input():
     from pathlib import Path
 
     rule = (Path(__file__).resolve().parents[1] / "rules" / "segment.smk").read_text()
-    assert "runtime=lambda wildcards, input: _segment_stage.runtime_minutes(input.size_mb)" in rule
+    # the MB of the shard's trace files (imported, or written by their collection jobs: rules/common.smk trace_mb)
+    assert "runtime=lambda w: _segment_stage.runtime_minutes(trace_mb(shard_keys(w)))" in rule
     from thinkprobe.stages.segment import runtime_minutes
 
     assert runtime_minutes(0.01) == 6 and runtime_minutes(0) == 5

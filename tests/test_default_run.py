@@ -105,3 +105,26 @@ def test_trajectory_page_in_chromium(default_run, tmp_path):
         assert errors == []
     # the workflow wrote the same unit's page
     assert (res / "pages" / f"{unit}.html").exists()
+
+
+@pytest.mark.engine
+@pytest.mark.workflow
+def test_changing_resources_reruns_no_generation_job(default_run, tmp_path):
+    """Resources are not parameters (issue 23): after a finished run, raising the model's wall time, memory and
+    threads, and changing the batching knobs (prefixes per engine call, prompts per call), schedules no
+    collection or sampling job, nor anything else."""
+    from tests.workflow_helpers import job_counts
+
+    edited = tmp_path / "resources.yaml"
+    edited.write_text("models:\n  smollm2: {runtime: 77, mem_mb: 7000, threads: 1}\n"
+                      "collection: {chunk_prompts: 3}\n"
+                      "trajectories: {prefixes_per_call: 2}\n"
+                      "resources: {cpus_per_gpu: 4, runtime_factor: 3, max_runtime: 600}\n")
+    out = snakemake(default_run, "-n", "--configfile", str(edited))
+    counts = job_counts(out.stdout)
+    assert "collect" not in counts and "traj_sample" not in counts, out.stdout[-3000:]
+    assert counts == {}, counts  # nothing at all: a resource is no reason to rerun
+    # the change itself is in effect: the jobs would ask for the new values
+    forced = snakemake(default_run, "-n", "--configfile", str(edited), "--forcerun", "collect",
+                       "results/collect/smollm2/open_demo/c0000.json").stdout
+    assert "runtime=77" in forced and "mem_mb=7000" in forced, forced[-2000:]

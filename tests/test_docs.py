@@ -103,8 +103,11 @@ def test_the_rules_a_key_reruns_are_derived_from_the_workflow():
     assert {"stats_kruskal", "stats_confound"} <= rules("stats.permutation_seed")
     assert "traj_sample" in rules("trajectories.sampling.temperature")
     assert "traj_sample" not in rules("trajectories.tau") and "traj_tables" in rules("trajectories.tau")
-    # a boolean of a model entry, copied into the jobs' params beside its siblings
-    assert {"collect", "traj_sample"} <= rules("models.<name>.engine.enforce_eager")
+    # booleans of a model entry: one that decides a trace's sample reaches collection and sampling; an engine
+    # tuning knob reaches the sampling key (it is part of its identity) but not collection's batch digest
+    assert {"collect", "traj_sample"} <= rules("models.<name>.think_prefill")
+    assert "traj_sample" in rules("models.<name>.engine.enforce_eager")
+    assert "collect" not in rules("models.<name>.engine.enforce_eager")
     # resources are not parameters: no analysis rule takes them
     assert not rules("resources.encoder_device") & analysis_rules
     assert not rules("resources.analysis_threads") - {"plan"}

@@ -214,9 +214,10 @@ def test_collect_batch_stores_each_unit_once(vllm_engine, tmp_path):
     for u in params["units"][:2]:
         u["question"] = {**u["question"], "text": "word " * 3000}
     opener = _Shared(vllm_engine)
-    store = tmp_path / "store"
-    manifest = collect_batch(opener, params, store)
+    store, traces = tmp_path / "store", tmp_path / "traces"
+    manifest = collect_batch(opener, params, store, traces=str(traces))
     assert opener.opens == 1 and manifest["stats"]["generated"] == 4
+    assert manifest["stats"]["traces_written"] == 4  # the job writes its units' trace files itself
     docs = {p: json.loads(store_path(store, u["unit"]).read_text()) for p, u in
             ((UnitKey(**u["unit"]).path, u) for u in params["units"])}
     statuses = {p: d["status"] for p, d in docs.items()}
@@ -232,13 +233,18 @@ def test_collect_batch_stores_each_unit_once(vllm_engine, tmp_path):
         assert prov["tokens"]["completion"] == len(d["token_ids"]) and prov["tokens"]["prompt"] > 0
         assert vllm_engine.tokenizer().decode(d["token_ids"], skip_special_tokens=True).strip().startswith(
             d["reasoning"][:20])
-    files = sorted(store.rglob("*.json"))
+    files = sorted([*store.rglob("*.json"), *traces.rglob("*.json")])
+    assert len(files) == 8  # 4 stored units, 4 trace files (the excluded units' too: the analysis lists them)
     assert all(not (f.stat().st_mode & (stat.S_IWUSR | stat.S_IWGRP | stat.S_IWOTH)) for f in files)
+    entry = manifest["units"]["smollm2/tiny/ethical-dilemmas-02/1"]
+    assert entry["trace"] == str(traces / "smollm2/tiny/ethical-dilemmas-02/1.json")
+    assert entry["completion_tokens"] == len(docs["smollm2/tiny/ethical-dilemmas-02/1"]["token_ids"])
+    assert 0 < entry["reasoning_tokens"] <= entry["completion_tokens"]
     before = {f: (f.read_bytes(), f.stat().st_mtime_ns) for f in files}
-    # a rerun finds everything stored: the engine is not even opened, no file is touched
+    # a rerun finds everything stored: the engine is not even opened, no file is touched (no trace rewritten)
     never = _Shared(None)
-    manifest2 = collect_batch(never, params, store)
-    assert never.opens == 0 and manifest2["stats"]["already_stored"] == 4
+    manifest2 = collect_batch(never, params, store, traces=str(traces))
+    assert never.opens == 0 and manifest2["stats"]["already_stored"] == 4 and manifest2["stats"]["traces_written"] == 0
     assert {f: (f.read_bytes(), f.stat().st_mtime_ns) for f in files} == before
     # the analysis's unit file: reasoning verbatim, answer apart, origin collected
     unit = params["units"][2]["unit"]

@@ -215,21 +215,22 @@ _rules = {{}}
 for _r in workflow.rules:
     _code = dict(_r.params.items()).get("code") if _r.params else None
     _code = _code if isinstance(_code, str) else None
-    _rules[_r.name] = {{"script": _r.script, "code": _code, "modules": _MODULES_OF.get(_code)}}
+    _rules[_r.name] = {{"script": _r.script, "code": _code, "modules": _MODULES_OF.get(_code),
+                       "local": _r.name in workflow._localrules, "wildcards": sorted(_r.wildcard_names),
+                       "conda": str(_r.conda_env) if _r.conda_env else None}}
 print("RULES " + json.dumps(_rules))
 '''
 
 # Rules without a `code` param, on purpose: their outputs are protected GPU/collected data that a code edit
 # must never regenerate implicitly (their provenance records the code hash instead).
-NO_CODE_PARAM = {"traj_sample": "protected continuations", "collected_trace": "protected trace units",
-                 "fetch_model": "a download into the shared model cache",
+NO_CODE_PARAM = {"traj_sample": "protected continuations", "fetch_model": "a download into the shared model cache",
                  "fetch_dataset": "a download into the shared model cache",
                  # rules without output: they run whenever asked for (the lock file, the git clones)
                  "fetch_models": "writes the lock from the manifests", "fetch_datasets": "writes the lock",
                  "fetch_corpus": "clones what is missing"}
 
 
-def workflow_rules(tmp: Path, package_root: Path = REPO) -> dict[str, dict]:
+def workflow_rules(tmp: Path, package_root: Path = REPO, extra: list[Path] = ()) -> dict[str, dict]:
     import json
     import os
 
@@ -243,7 +244,7 @@ def workflow_rules(tmp: Path, package_root: Path = REPO) -> dict[str, dict]:
     config.write_text("stats: {sensitivity_encoder: paraphrase-MiniLM-L3-v2}\n")
     env = {**os.environ, "PYTHONPATH": str(package_root)}
     proc = subprocess.run([sys.executable, "-m", "snakemake", "-s", str(wrapper), "-d", str(wd), "--list-rules",
-                           "--configfile", str(REPO / "config" / "config.yaml"), str(config)],
+                           "--configfile", str(REPO / "config" / "config.yaml"), str(config), *map(str, extra)],
                           capture_output=True, text=True, env=env, timeout=300, cwd=wd)
     line = next((ln for ln in proc.stdout.splitlines() if ln.startswith("RULES ")), None)
     assert line, f"the workflow did not parse:\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}"
@@ -278,7 +279,35 @@ def test_every_rule_scripts_code_param_covers_what_its_script_reaches(rules):
         whole = {m.split(":")[0] for m in covered if ":" not in m}
         lacking = {m for m in needed if m not in covered and m.split(":")[0] not in whole}
         assert not lacking, f"rule {name}: its code hash misses {sorted(lacking)}"
-    assert {n for n, r in rules.items() if not r["script"] and r["code"] is None} >= {"collected_trace"}
+
+
+UNIT_WILDCARDS = {"model", "question_set", "question_id", "run"}
+
+
+@pytest.mark.workflow
+def test_no_rule_runs_one_local_job_per_unit(rules):
+    """A study of 75,000 units must not put 75,000 jobs on the login node (issue 23): no local rule's jobs are
+    per unit (model x question set x question x run), and no rule at all writes one unit per job (the collected
+    trace files are written by their collection job; analysis jobs are per question shard)."""
+    assert rules, "no rule parsed"
+    per_unit = {n for n, r in rules.items() if UNIT_WILDCARDS <= set(r["wildcards"])}
+    assert not per_unit, f"rules with one job per unit: {sorted(per_unit)}"
+    assert "collected_trace" not in rules
+    local = {n for n, r in rules.items() if r["local"]}
+    assert "collect" not in local and "traj_sample" not in local
+    assert all("question_id" not in rules[n]["wildcards"] for n in local), sorted(local)
+
+
+@pytest.mark.workflow
+def test_rules_take_their_conda_environment_from_the_config(tmp_path):
+    """envs/{cpu,gpu}.yaml by default; a pre-built environment on the shared file system when the config names it."""
+    default = workflow_rules(tmp_path / "default")
+    assert default["segment"]["conda"].endswith("envs/cpu.yaml") and default["collect"]["conda"].endswith("envs/gpu.yaml")
+    prebuilt = tmp_path / "prebuilt.yaml"
+    prebuilt.write_text("environments: {cpu: /shared/envs/thinkprobe-cpu, gpu: thinkprobe-gpu}\n")
+    named = workflow_rules(tmp_path / "named", extra=[prebuilt])
+    assert named["segment"]["conda"] == "/shared/envs/thinkprobe-cpu" and named["collect"]["conda"] == "thinkprobe-gpu"
+    assert named["stats_kruskal"]["conda"] == "/shared/envs/thinkprobe-cpu"
 
 
 @pytest.mark.workflow
@@ -298,6 +327,22 @@ def test_editing_the_encoder_reruns_traj_join_and_only_the_rules_that_encode(tmp
     assert {"traj_join", "segment", "stats_sensitivity", "stats_ablation", "stats_agreement"} <= changed
     assert not changed & {"graph", "metrics", "import_traces", "aggregate", "traj_label", "traj_tables", "collect",
                           "stats_kruskal", "stats_pages", "figures"}
+
+
+@pytest.mark.workflow
+def test_editing_a_page_template_reruns_the_page_rules_and_only_them(tmp_path, rules):
+    """Templates are read at run time, not imported: a copy of the package with one template edited
+    changes the `code` param of exactly the rules that write pages (trace pages, model summaries, the
+    report's and the statistics' table pages), through the templating module's CODE_DATA."""
+    import shutil
+
+    shutil.copytree(REPO / "thinkprobe", tmp_path / "pkg" / "thinkprobe",
+                    ignore=shutil.ignore_patterns("__pycache__"))
+    with open(tmp_path / "pkg" / "thinkprobe" / "view" / "templates" / "table_page.html.j2", "a") as fh:
+        fh.write("{# an edit #}\n")
+    after = workflow_rules(tmp_path, tmp_path / "pkg")
+    changed = {n for n in rules if rules[n]["code"] != after[n]["code"]}
+    assert changed == {"trace_pages", "model_summaries", "report_tables", "stats_pages"}
 
 
 # ------------------------------------------------------------------------------ one home per fact

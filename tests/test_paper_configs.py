@@ -1,12 +1,13 @@
-"""The two paper reproduction configs, dry-run through the SLURM profile on the local cluster (fake GPUs).
+"""The two paper reproduction configs, dry-run at FULL size through the production SLURM profile on the local
+cluster (fake GPUs), with only their question sets' sources made local (tests/paper_studies.py).
 
-Asserts the jobs per rule, the GPUs (tensor parallel) and memory each generation job asks SLURM for, that
-only fetch_model may use the network (it is a local rule, on the login node; every job that loads a model
-waits for its manifest and loads it offline), that the planner counts the same jobs as Snakemake, and that a
-node with fewer GPUs than a model's tensor_parallel_size (the local cluster's, read with sinfo) is a config
-error naming the key. The trajectories study reads its benchmarks by hub id from a cache built in the hub's
-layout from the shared corpus (tests/hub_data.py) and is dry-run on its first 20 questions per benchmark (the
-full DAG has ~100,000 jobs); the planner is checked on the full study too.
+Asserts the jobs per rule (no job per unit: the collection jobs write the trace files), the GPUs (tensor
+parallel), CPUs, memory and wall time every generation job asks SLURM for (derived from the model and the plan,
+within resources.max_runtime), that only fetch_model may use the network (it is a local rule, on the login node;
+every job that loads a model waits for its manifest and loads it offline), that the planner counts the same jobs
+as Snakemake, and that a node with fewer GPUs than a model's tensor_parallel_size (the local cluster's, read with
+sinfo) is a config error naming the key. This machine has no conda: the dry runs add `--sdm env-modules` (no rule
+loads a module, so the jobs would run in the caller's environment), the profile is otherwise the shipped one.
 """
 
 from __future__ import annotations
@@ -19,13 +20,15 @@ from pathlib import Path
 import pytest
 import yaml
 
+from tests.paper_studies import paper_study
 from tests.test_slurm import _cluster_up
-from tests.workflow_helpers import REPO, env_for, job_counts, make_workdir
+from tests.workflow_helpers import REPO, env_for, job_counts
 
-from .conftest import corpus_path, missing
+from .conftest import missing
 
 pytestmark = [pytest.mark.slurm, pytest.mark.workflow]
 PROFILE = str(REPO / "profiles" / "slurm")
+LOCAL_PROFILE = str(REPO / "profiles" / "slurm-local")  # real jobs on the local test cluster
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -37,63 +40,69 @@ def cluster():
 
 def _dry_run(wd: Path, *configfiles: Path, check: bool = True) -> subprocess.CompletedProcess:
     cmd = [sys.executable, "-m", "snakemake", "--snakefile", str(REPO / "Snakefile"), "--directory", str(wd),
-           "--profile", PROFILE, "-n", "--configfile", *map(str, configfiles)]
-    proc = subprocess.run(cmd, capture_output=True, text=True, env=env_for(wd), timeout=1200, cwd=wd)
+           "--profile", PROFILE, "--sdm", "env-modules", "-n", "--configfile", *map(str, configfiles)]
+    proc = subprocess.run(cmd, capture_output=True, text=True, env=env_for(wd), timeout=1800, cwd=wd)
     if check:
         assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     return proc
 
 
 def _jobs(output: str) -> list[dict]:
-    """Every job block of a dry run: rule, input, wildcards, resources."""
+    """Every (ungrouped) job block of a dry run: rule, input, wildcards, threads, resources."""
     jobs = []
     for m in re.finditer(r"^(local)?rule (\w+):\n((?:    .*\n)+)", output, re.M):
         body = dict(re.findall(r"^    (\w+): (.*)$", m.group(3), re.M))
         res = dict(kv.split("=", 1) for kv in body.get("resources", "").split(", ") if "=" in kv)
         wc = dict(kv.split("=", 1) for kv in body.get("wildcards", "").split(", ") if "=" in kv)
-        jobs.append({"rule": m.group(2), "input": body.get("input", ""),
+        jobs.append({"rule": m.group(2), "input": body.get("input", ""), "threads": body.get("threads"),
                      "wildcards": wc, "resources": res})
     return jobs
 
 
-def _plan_jobs(configfiles: list[Path], wd: Path) -> dict[str, int]:
+def _plan_jobs(study: Path, wd: Path) -> dict[str, int]:
     from thinkprobe.generate.budget import plan_study, study_config
 
-    plan = plan_study(study_config(configfiles, wd), wd)
+    plan = plan_study(study_config([study], wd), wd)
     return {r.rule: r.jobs for r in plan.by_rule()} | {"analysis_slurm": sum(r.slurm_jobs for r in plan.rows
                                                                             if r.rule == "analysis")}
 
 
 def _check_generation_jobs(jobs: list[dict], config: dict) -> None:
     models = config["models"]
-    for job in (j for j in jobs if j["rule"] in ("collect", "traj_sample")):
+    gen = [j for j in jobs if j["rule"] in ("collect", "traj_sample")]
+    assert gen
+    for job in gen:
         name = job["wildcards"]["model"]
         tp = models[name]["engine"]["tensor_parallel_size"]
-        assert int(job["resources"]["gpu"]) == tp, job  # GPUs of one node = tensor parallel size
+        res = job["resources"]
+        assert int(res["gpu"]) == tp, job  # GPUs of one node = tensor parallel size
+        assert int(res["cpus_per_gpu"]) == 8 and res["tasks_per_gpu"] == "0", job  # CPUs per GPU, one task
+        weights_gb = models[name].get("weights_gb") or 2 * models[name]["params_b"]
+        assert int(res["mem_mb"]) >= 1024 * weights_gb, job  # host memory from the weights
+        assert 15 <= int(res["runtime"]) <= 2880, job  # derived, within resources.max_runtime
         assert f"results/models/{name}.json" in job["input"], job  # fetched first; loaded offline
-        if job["rule"] == "collect":
-            assert int(job["resources"]["mem_mb"]) == models[name]["mem_mb"], job
     fetch = [j for j in jobs if j["rule"] == "fetch_model"]  # the only jobs with network (local: next test)
     assert fetch and all(int(j["resources"].get("gpu", 0)) == 0 for j in fetch)
 
 
 def test_thinkprobe_paper_dry_run(tmp_path):
-    wd = make_workdir(tmp_path / "wd", yaml.safe_load((REPO / "config" / "config.yaml").read_text()))
-    paper = REPO / "config" / "thinkprobe-paper.yaml"
-    config = yaml.safe_load(paper.read_text())
-    out = _dry_run(wd, paper).stdout
+    study, units = paper_study(tmp_path / "wd", "thinkprobe-paper")
+    wd = study.parent
+    config = yaml.safe_load(study.read_text())
+    assert units == 4200
+    out = _dry_run(wd, study).stdout
     counts = job_counts(out)
-    expected = {"fetch_model": 7, "collect": 70, "collected_trace": 4200, "segment": 200, "graph": 200,
-                "metrics": 200, "analysis_batch": 20}
+    expected = {"fetch_model": 7, "collect": 70, "segment": 200, "graph": 200, "metrics": 200, "analysis_batch": 20}
     assert {k: counts.get(k) for k in expected} == expected, counts
-    assert "import_traces" not in counts and "traj_sample" not in counts
+    assert "import_traces" not in counts and "traj_sample" not in counts and "collected_trace" not in counts
+    assert max(counts.values()) < units  # no rule with a job per unit
     assert any(k.startswith("stats_") for k in counts)  # the study's statistics are on
     jobs = _jobs(out)
     _check_generation_jobs(jobs, config)
     gpus = {j["wildcards"]["model"]: int(j["resources"]["gpu"]) for j in jobs if j["rule"] == "collect"}
     assert gpus == {"phi4-reasoning": 1, "glm-4.7-flash": 2, "gpt-oss-120b": 2, "gemma-4-31b": 2,
                     "qwen3.5-35b-a3b": 2, "mistral-medium-3.5": 4, "nemotron-super-120b-a12b": 4}
-    planned = _plan_jobs([paper], wd)
+    planned = _plan_jobs(study, wd)
     assert (planned["fetch_model"], planned["collect"], planned["analysis_slurm"]) == (7, 70, 20)
 
     # the local cluster's node: a model split over more GPUs than it has is refused before any job
@@ -101,7 +110,7 @@ def test_thinkprobe_paper_dry_run(tmp_path):
     per_node = int(re.search(r"Gres=gpu:(?:\w+:)?(\d+)", node).group(1))
     small = tmp_path / "small-nodes.yaml"
     small.write_text(yaml.safe_dump({"resources": {"gpus_per_node": per_node}}))
-    proc = _dry_run(wd, paper, small, check=False)
+    proc = _dry_run(wd, study, small, check=False)
     assert proc.returncode != 0
     for name, tp in gpus.items():
         message = (f"models.{name}.engine.tensor_parallel_size = {tp} is more than the {per_node} GPUs of a "
@@ -109,42 +118,39 @@ def test_thinkprobe_paper_dry_run(tmp_path):
         assert (message in proc.stdout + proc.stderr) == (tp > per_node), name
 
 
-def test_trajectories_paper_dry_run(tmp_path):
-    from tests.hub_data import build_cache
-
-    paper = REPO / "config" / "trajectories-paper.yaml"
-    config = yaml.safe_load(paper.read_text())
-    # the four benchmarks by hub id, from a cache in the hub's layout built from the shared corpus's files,
-    # given as a user gives a cache: resources.model_cache in a config file on the command line
-    cache = tmp_path / "hub-cache"
-    build_cache(corpus_path("benchmarks"), cache, tmp_path / "repos")
-    full = tmp_path / "data-cache.yaml"
-    full.write_text(yaml.safe_dump({"resources": {"model_cache": str(cache)}}))
-    local = {"question_sets": config["question_sets"]}
-    wd = make_workdir(tmp_path / "wd", yaml.safe_load((REPO / "config" / "config.yaml").read_text()))
-
-    # the planner on the full study: every model x benchmark, 16 fetches; the temperature comparison's two
-    # decodings are sampled for its 4 models on GSM8K only (trajectories.decodings scoped to them)
-    planned = _plan_jobs([paper, full], wd)
+@pytest.mark.slow
+def test_trajectories_paper_dry_run_at_full_size(tmp_path):
+    """74,848 units (16 models x 4,678 questions of GSM8K, SVAMP, MATH algebra and ARC-Challenge, one run), as
+    bench/dag_bench.py times it: every job scheduled, none per unit, the generation jobs sized for their models."""
+    study, units = paper_study(tmp_path / "wd", "trajectories-paper")
+    wd = study.parent
+    config = yaml.safe_load(study.read_text())
+    out = _dry_run(wd, study).stdout
+    counts = job_counts(out)
+    planned = _plan_jobs(study, wd)
     assert planned["fetch_model"] == 16
     assert planned["collect"] == 16 * (7 + 5 + 6 + 6)  # ceil(1319, 1000, 1187, 1172 / 200) per model
-    assert planned["traj_sample"] == 16 * (7 + 5 + 6 + 6) + 4 * 2 * 7
-
-    limited = tmp_path / "first-20.yaml"
-    limited.write_text(yaml.safe_dump({"question_sets": {name: {**spec, "limit": 20}
-                                                         for name, spec in local["question_sets"].items()}}))
-    out = _dry_run(wd, paper, full, limited).stdout
-    counts = job_counts(out)
-    expected = {"fetch_model": 16, "collect": 16 * 4, "traj_sample": 16 * 4 + 4 * 2, "traj_label": 16 * 4 + 4 * 2,
-                "traj_tables": 1, "traj_join": 1}
-    assert {k: counts.get(k) for k in expected} == expected, counts
+    # r1-distill in batches of 50 (trajectories.batch_questions_by_model), the others of 200; the temperature
+    # comparison's two decodings for its four models on GSM8K
+    r1 = 27 + 20 + 24 + 24
+    assert planned["traj_sample"] == 15 * (7 + 5 + 6 + 6) + r1 + 3 * 2 * 7 + 2 * 27
+    questions = 1319 + 1000 + 1187 + 1172
+    if units == 16 * questions:  # the official splits (corpus present): the DAG has exactly the planned jobs
+        expected = {"fetch_model": 16, "collect": planned["collect"], "traj_sample": planned["traj_sample"],
+                    "traj_label": planned["traj_sample"], "segment": questions, "graph": questions,
+                    "metrics": questions, "analysis_batch": planned["analysis_slurm"], "traj_tables": 1, "traj_join": 1}
+        assert {k: counts.get(k) for k in expected} == expected, counts
+    assert "collected_trace" not in counts and max(counts.values()) < units / 10  # nothing per unit
     jobs = _jobs(out)
     _check_generation_jobs(jobs, config)
     big = {int(j["resources"]["gpu"]) for j in jobs if j["rule"] == "traj_sample"
            and j["wildcards"]["model"].startswith("qwen2.5-32b")}
     assert big == {2}
-    planned = _plan_jobs([paper, full, limited], wd)
-    assert (planned["collect"], planned["traj_sample"]) == (counts["collect"], counts["traj_sample"])
+    # the reasoner samples far more than an instruct model of its size: per question of its (smaller) batches it
+    # asks for a much longer wall time
+    runtime = lambda model, qset: max(int(j["resources"]["runtime"]) for j in jobs if j["rule"] == "traj_sample"
+                                      and j["wildcards"]["model"] == model and j["wildcards"]["question_set"] == qset)
+    assert runtime("r1-distill-qwen-7b", "math") / 50 > 5 * runtime("qwen2.5-7b-it", "math") / 200
 
 
 def test_fetch_model_runs_on_the_login_node_unless_configured_as_a_slurm_job(tmp_path):
@@ -152,6 +158,7 @@ def test_fetch_model_runs_on_the_login_node_unless_configured_as_a_slurm_job(tmp
     model, HF_HUB_OFFLINE=1). By default it runs where Snakemake runs; with resources.fetch_local: false it
     is submitted to SLURM."""
     from tests.test_hub_models import HUB_ID, _config, _hub_model, _light_copy
+    from tests.workflow_helpers import make_workdir
 
     from thinkprobe.generate.hub import import_folder
 
@@ -163,7 +170,7 @@ def test_fetch_model_runs_on_the_login_node_unless_configured_as_a_slurm_job(tmp
         wd = make_workdir(tmp_path / f"wd-{local}", cfg)
         env = {**env_for(wd), "HF_HUB_OFFLINE": "1"}
         cmd = [sys.executable, "-m", "snakemake", "--snakefile", str(REPO / "Snakefile"), "--directory", str(wd),
-               "--profile", PROFILE, "fetch_models"]
+               "--profile", LOCAL_PROFILE, "fetch_models"]
         proc = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=600, cwd=wd)
         log = proc.stdout + proc.stderr
         assert proc.returncode == 0, log[-3000:]

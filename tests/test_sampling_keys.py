@@ -100,8 +100,10 @@ def run(endpoint, tmp_path, traces, model, traj=TRAJ, out="b0000.json"):
     """One sampling job; returns its stats, the requests it made and its log."""
     lines: list[str] = []
     before = endpoint.posts
+    traj = dict(traj)  # prefixes_per_call is a job's performance knob (an argument), not a sampling setting
+    knob = {"prefixes_per_call": traj.pop("prefixes_per_call")} if "prefixes_per_call" in traj else {}
     stats = sample_batch(traces, str(tmp_path / "out" / out), model, traj, QUESTIONS, str(tmp_path / "store"),
-                         log=lines.append)
+                         log=lines.append, **knob)
     return stats, endpoint.posts - before, "\n".join(lines)
 
 

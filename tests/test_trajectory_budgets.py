@@ -31,7 +31,9 @@ REASONING = ("In April she sold 48 clips. In May she sold half as many, which is
 def test_sampling_defaults_have_one_home():
     from thinkprobe.answers import DEFAULT_STOP
 
-    schema = yaml.safe_load((REPO / "config" / "schema.yaml").read_text())["properties"]["trajectories"]["properties"]
+    from thinkprobe.config import load_schema  # fills the defaults from their home, thinkprobe.generate.defaults
+
+    schema = load_schema(REPO / "config" / "schema.yaml")["properties"]["trajectories"]["properties"]
     d = SamplingConfig()
     assert schema["n"]["default"] == d.n and schema["stride"]["default"] == d.stride
     s = schema["sampling"]["properties"]

@@ -153,6 +153,19 @@ def test_editing_a_module_reruns_the_rules_that_use_it(ran, module, expected):
         path.write_text(original)
 
 
+def test_editing_a_page_template_reruns_the_pages_only(ran):
+    """A template is no module (no import leads to it): the page rules name it as data of their code."""
+    path = ran / "thinkprobe" / "view" / "templates" / "trace_page.html.j2"
+    original = path.read_text()
+    try:
+        path.write_text(original + "{# an edit #}\n")
+        out = snakemake(ran, "-n").stdout
+        assert job_counts(out) == {"trace_pages": 1, "model_summaries": 1, "report_tables": 1, "all": 1}
+        assert "Params have changed" in out
+    finally:
+        path.write_text(original)
+
+
 def test_adding_a_question_runs_only_its_units_and_the_aggregates(ran):
     extra = ran / "examples" / "extra.jsonl"
     first = json.loads((ran / "examples/traces/demo.jsonl").read_text().splitlines()[0])

@@ -17,7 +17,12 @@ A module that is used counts as a whole file: any edit reruns the stage. Facts t
 whose code they do not run live in small leaf modules of their own (the metric names in
 :mod:`thinkprobe.vocabulary`), so that depending on them does not mean depending on the code beside them.
 
-Files that are not Python (the lexicons) are read at run time, not imported; a stage names them itself.
+Files that are not Python are read at run time, not imported, so no import leads to them. A module that
+reads files of the package itself (the pages' templates and style sheets) names them in a module-level
+``CODE_DATA`` tuple of globs relative to the package (``("view/templates/*.j2",)``), read here with
+:mod:`ast`; :func:`module_data` expands it, and :func:`stage_modules` and :func:`script_modules` add those
+files to every stage whose code reaches the module. A file a user may replace (a lexicon) is named by the
+stage itself (``data=``), next to the config value that chooses it.
 """
 
 from __future__ import annotations
@@ -30,6 +35,7 @@ from typing import Iterable
 
 PACKAGE = "thinkprobe"
 PACKAGE_DIR = Path(__file__).resolve().parent
+DATA_NAME = "CODE_DATA"  # a module's tuple of globs naming the package files it reads at run time
 
 
 def module_file(module: str) -> Path:
@@ -76,6 +82,7 @@ class _ModuleInfo:
     bindings: dict[str, Ref] = field(default_factory=dict)  # top-level imported name -> where it comes from
     always: set[str] = field(default_factory=set)  # names used by other top-level statements
     always_imports: set[Ref] = field(default_factory=set)
+    data: tuple[str, ...] = ()  # CODE_DATA: globs of the package files the module reads at run time
 
 
 class _Uses(ast.NodeVisitor):
@@ -153,6 +160,8 @@ def _info(module: str, mtime_ns: int) -> _ModuleInfo:
             else:
                 info.bindings.update(refs)
             continue
+        if isinstance(stmt, ast.Assign) and _targets(stmt) == [DATA_NAME]:
+            info.data = tuple(ast.literal_eval(stmt.value))
         uses.visit(stmt)
         if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
             names = [stmt.name]
@@ -217,13 +226,32 @@ def used_modules(entries: Iterable[Ref]) -> list[str]:
     return sorted(modules)
 
 
+def module_data(modules: Iterable[str]) -> list[str]:
+    """The package files (paths relative to the package) that ``modules`` read at run time: the expansion of
+    each one's ``CODE_DATA`` globs.
+
+    >>> [f for f in module_data(["view.templating"]) if f.endswith("trace_page.html.j2")]
+    ['view/templates/trace_page.html.j2']
+    """
+    files: set[str] = set()
+    for module in modules:
+        if _is_module(module):
+            for pattern in _module_info(module).data:
+                files |= {p.relative_to(PACKAGE_DIR).as_posix() for p in PACKAGE_DIR.glob(pattern) if p.is_file()}
+    return sorted(files)
+
+
 def stage_modules(module: str, *names: str, data: Iterable[str] = ()) -> list[str]:
-    """``used_modules`` of ``names`` in ``module`` (dotted, e.g. ``"stages.graph"``), plus data files."""
-    return sorted(set(used_modules([(module, n) for n in names])) | set(data))
+    """``used_modules`` of ``names`` in ``module`` (dotted, e.g. ``"stages.graph"``), plus the package files
+    they read (:func:`module_data`) and ``data``."""
+    code = used_modules([(module, n) for n in names])
+    return sorted(set(code) | set(module_data(code)) | set(data))
 
 
-# What a rule script imports only to write its job's log (stderr, traceback, timings): part of no output.
-JOB_LOG_ENTRIES = frozenset({("stages.joblog", "job_log"), ("timing", "JobClock"), ("stages.unitfiles", "log_timing")})
+# What a rule script imports only to write its job's log (stderr, traceback, timings) or to check the node it runs
+# on (a GPU job's GPUs): part of no output.
+JOB_LOG_ENTRIES = frozenset({("stages.joblog", "job_log"), ("timing", "JobClock"), ("stages.unitfiles", "log_timing"),
+                             ("generate.gpu_guard", "require_gpus")})
 
 
 def script_entries(script: str | Path) -> list[Ref]:
@@ -238,9 +266,11 @@ def script_entries(script: str | Path) -> list[Ref]:
 
 
 def script_modules(script: str | Path, data: Iterable[str] = ()) -> list[str]:
-    """The modules a rule script's work reaches (:func:`used_modules` of :func:`script_entries`), plus data.
+    """The modules a rule script's work reaches (:func:`used_modules` of :func:`script_entries`), plus the
+    package files they read (:func:`module_data`) and ``data``.
 
     A rule whose work is one stage function passes that stage's own list (its outputs' provenance); a rule
     whose script composes several calls (``figures``) derives its code hash here, from the script itself.
     """
-    return sorted(set(used_modules(script_entries(script))) | set(data))
+    code = used_modules(script_entries(script))
+    return sorted(set(code) | set(module_data(code)) | set(data))

@@ -20,7 +20,7 @@ Layer 4 (§3.4, Algorithm 1 lines 23-31): synthesis arcs and backward arcs, see
 paper does not say).
 
 Readings where the paper's sections disagree, chosen to reproduce its reported results (Table 6, App. H.4),
-measured on R1-distill and R1/QwQ traces of the shared corpus (README, "Paper versus ours"):
+measured on R1-distill and R1/QwQ traces of the shared corpus (docs/results.md, "Paper versus ours"):
 
 1. **Layer 3 emits only SEQ, ELAB and BRCH** (Algorithm 1), not §3.4's cue overrides (convergence ->
    SYNT, backtrack -> BACK to the previous TU). Table 6 has RvD, BR and CBC at 0 after layer 3 and RvD

@@ -72,7 +72,7 @@ class SegmentedTrace:
     def from_dict(cls, data: dict[str, Any], text: str, embeddings: np.ndarray) -> "SegmentedTrace":
         t = data["trace"]
         trace = Trace(t["trace_id"], text, t.get("model", ""), t.get("question_id", ""), t.get("run", ""),
-                      t.get("domain", ""), t.get("source", ""), t.get("truncated", False), t.get("offset", 0))
+                      t.get("domain", ""), t.get("source", ""), t.get("truncated", False), t.get("offset") or 0)
         spans = [Span(u["start"], u["end"], u["kind"], u["boundary"], [tuple(x) for x in u["sentences"]],
                       u["origin"]) for u in data["units"]]
         return cls(trace, spans, embeddings, data.get("tiling", {}))

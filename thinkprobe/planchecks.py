@@ -130,7 +130,7 @@ def measure(config: Mapping[str, Any], base: str | Path = ".") -> StudySize:
     size.questions = _question_counts(config, base, [str(j.get("question_set")) for j in jobs] + traj_sets)
     for i, job in enumerate(jobs):
         qset = str(job.get("question_set"))
-        runs = int(job.get("runs", collection.get("runs", 1)))
+        runs = int(job["runs"] if job.get("runs") is not None else collection["runs"])
         key = f"collection.jobs[{i}].runs" if "runs" in job else "collection.runs"
         units = size.questions.get(qset, 0) * runs
         size.units += units
@@ -142,7 +142,7 @@ def measure(config: Mapping[str, Any], base: str | Path = ".") -> StudySize:
 
     limit = int(traj.get("questions_limit") or 0)
     runs = len(traj.get("runs") or [1])
-    size.n, stride = int(traj.get("n", 16)), max(1, int(traj.get("stride", 16)))
+    size.n, stride = int(traj["n"]), max(1, int(traj["stride"]))
     decodings = [None, *(traj.get("decodings") or {}).values()]
     models_cfg = config.get("models") or {}
     for model in traj.get("models") or []:

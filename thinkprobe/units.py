@@ -28,6 +28,8 @@ from .traces import Exclusion, RawRecord, iter_records, run_name, safe_id, walk_
 
 
 UNIT_FIELDS = ("model", "question_set", "question_id", "run")
+# An `inputs:` entry's defaults (config/schema.yaml reads them: x-defaults-from): the run of records naming none.
+INPUT_DEFAULTS = {"run": 1}
 
 
 def unit_path(unit: Mapping[str, Any], missing: str | None = None) -> str:
@@ -132,7 +134,7 @@ def _unit_of(raw: RawRecord, entry: dict[str, Any]) -> tuple[UnitKey | None, str
     if not model:
         return None, "no model: the record has no `model` field and the input entry sets no `model`", {}
     qid = ids["question_id"] or (raw.default_id if raw.record is None else ids["original_id"])
-    run = ids["run"] or run_name(entry.get("run", 1))
+    run = ids["run"] or run_name(entry.get("run", INPUT_DEFAULTS["run"]))
     original = {"model": model, "question_id": qid, "run": run, "record_id": ids["original_id"]}
     key = UnitKey(safe_id(model), safe_id(entry["question_set"]), safe_id(qid), safe_id(run))
     return key, ids["domain"], original

@@ -1,25 +1,32 @@
-"""The study planner: what a config will cost before an allocation is asked for (``thinkprobe plan``, rule ``plan``).
+"""The study planner: what a config will cost before an allocation is asked for (``thinkprobe plan``, rule ``plan``),
+and what each generation job will ask SLURM for (:mod:`thinkprobe.generate.jobres`).
 
-Per rule and in total: units, jobs, SLURM jobs, GPUs per job, generated tokens expected and GPU hours. The
-jobs are those the workflow plans (:class:`~thinkprobe.generate.plan.CollectionPlan`,
-:class:`~thinkprobe.trajectories.workflow.TrajectoryPlan`), so the planner and Snakemake cannot disagree on
-what a job is.
+Per job, per model x question set, per rule and in total: units, jobs, SLURM jobs, GPUs per job, generated
+tokens expected, the wall time each job asks for, job hours and GPU hours. The jobs are those the workflow plans
+(:class:`~thinkprobe.generate.plan.CollectionPlan`, :class:`~thinkprobe.trajectories.workflow.TrajectoryPlan`),
+so the planner and Snakemake cannot disagree on what a job is, and the workflow takes each generation job's
+resources from this same estimate.
 
 Expected generated tokens
-    * collection: units x expected trace length. The expected length of a model x question set is the mean
-      completion length (``provenance.tokens.completion``) of its units already stored under
-      ``results/collect``; before any is collected, the prior ``planning.trace_tokens_prior`` reasoning
-      tokens plus ``planning.answer_tokens_prior`` answer tokens, capped by the job's ``max_tokens``.
-    * trajectories (answer-distribution trajectories, App. A.1 and A.5 of the trajectories paper): the sum over
-      realized traces of sum over checkpoints j in J of N x the expected continuation length. J = {0, s, 2s, ...,
-      K} (stride s, K the trace's reasoning tokens, capped by ``max_reasoning_tokens``); a full continuation
-      from prefix j runs to its answer, about K - j + answer tokens, capped by ``trajectories.sampling.max_tokens``;
-      a forced answer costs ``forced.max_tokens``. K comes from the collected trace when it exists
-      (its completion tokens times the reasoning's share of the response's characters), else from the same
-      prior as collection.
+    * collection: units x the expected completion length of the model x question set: the mean completion
+      length of its units already collected (read from the collection jobs' manifests, which list each unit's
+      token counts, not from every unit file), else the prior: ``models.<m>.trace_tokens.<task>`` when the
+      model states it, else ``planning.trace_tokens_prior.<task>`` (a native reasoner's reasoning) times
+      ``planning.prompted_trace_share`` for a model whose chain of thought is prompted (instruct models write
+      several times less than reasoning models), plus ``planning.answer_tokens_prior``, capped by the job's
+      ``max_tokens``.
+    * trajectories (answer-distribution trajectories, App. A.1 and A.5 of the trajectories paper): per sampling
+      job (one decoding of one batch), the sum over its realized traces of sum over checkpoints j in J of N x
+      the expected continuation length. J = {0, s, 2s, ..., K} (stride s, K the trace's reasoning tokens, capped
+      by ``max_reasoning_tokens``); a full continuation from prefix j runs to its answer, about K - j + A
+      tokens (A: the collected trace's own answer tokens, its completion less K, so about 0 for a prompted
+      chain of thought whose answer is inside its reasoning; ``planning.answer_tokens_prior`` before collection): the expected length, not the budget, bounded by the decoding's ``max_tokens`` when it sets one and
+      by the room left in the context (``max_model_len`` less the prompt and the prefix) when it is null; a
+      forced answer costs ``forced.max_tokens``. K is the collected trace's (its manifest), else the prior's.
+      Every decoding (``trajectories.decodings``) counts with its own budget, so the cost grows with K squared.
 
 GPU hours
-    job hours = tokens / throughput + jobs x ``planning.job_overhead_s``, GPU hours = job hours x GPUs per job.
+    job hours = tokens / throughput + ``planning.job_overhead_s``, GPU hours = job hours x GPUs per job.
     Throughput is output tokens/s of ONE job (all its tensor-parallel GPUs) from ``planning.throughput``, by GPU
     type (``planning.gpu_type``; a ``device: cpu`` model uses the row ``cpu``) and size class of the model's
     active parameters (``models.<name>.params_b``, else the built-in's size, else the cached weights' bytes / 2).
@@ -32,21 +39,49 @@ from __future__ import annotations
 
 import json
 import math
-from collections import Counter
+from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
 from typing import Any, Mapping
 
-from ..traces import safe_id
+from ..units import UnitKey
+from . import jobres
 from .plan import CollectionPlan, gpus, model_settings, plan_collection
 
 BUILTIN_PARAMS_B = {"smollm2": 0.135}  # SmolLM2-135M-Instruct
-COLUMNS = ("rule", "units", "jobs", "slurm_jobs", "gpus_per_job", "tokens", "job_hours", "gpu_hours")
+COLUMNS = ("rule", "units", "jobs", "slurm_jobs", "gpus_per_job", "tokens", "runtime_min", "over_cap", "job_hours",
+           "gpu_hours")
+PROMPT_TEMPLATE_TOKENS = 64  # chat template and instructions around a question (planning only)
+CHARS_PER_TOKEN = 3.5
 
 
 class PlanError(ValueError):
     """The study cannot run as configured (a model too large for a node, a context too small, ...): names the key."""
+
+
+@dataclass
+class Job:
+    """One generation job: its expected tokens and hours, and the resources it asks SLURM for."""
+
+    rule: str
+    model: str
+    question_set: str
+    batch: str
+    units: int
+    tokens: float
+    hours: float
+    resources: dict[str, Any]
+
+    @property
+    def over_cap(self) -> bool:
+        return bool(self.resources.get("over_cap"))
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"rule": self.rule, "model": self.model, "question_set": self.question_set, "batch": self.batch,
+                "units": self.units, "tokens": self.tokens, "job_hours": self.hours,
+                "resources": {k: v for k, v in self.resources.items() if k != "over_cap"},
+                "over_cap": self.over_cap}
 
 
 @dataclass
@@ -59,6 +94,8 @@ class Row:
     slurm_jobs: int = 0
     gpus_per_job: int = 0
     tokens: float = 0.0
+    runtime_min: int = 0  # the longest wall time one of its jobs asks for
+    over_cap: int = 0  # its jobs asking more than resources.max_runtime
     job_hours: float = 0.0
     gpu_hours: float = 0.0
     detail: str = ""
@@ -71,6 +108,8 @@ class Row:
 class StudyPlan:
     rows: list[Row] = field(default_factory=list)  # per model x question set where it matters
     sources: dict[str, str] = field(default_factory=dict)  # model x question set -> where its lengths came from
+    jobs: list[Job] = field(default_factory=list)  # every generation job
+    max_runtime: int = 0
 
     def by_rule(self) -> list[Row]:
         out: dict[str, Row] = {}
@@ -90,21 +129,53 @@ class StudyPlan:
     def table(self) -> list[dict[str, Any]]:
         return [r.as_dict() for r in (*self.rows, *self.by_rule(), self.total())]
 
+    def job(self, rule: str, model: str, question_set: str, batch: str) -> Job:
+        return self._index()[(rule, model, question_set, batch)]
+
+    def _index(self) -> dict[tuple[str, str, str, str], Job]:
+        if getattr(self, "_by_key", None) is None or len(self._by_key) != len(self.jobs):
+            self._by_key = {(j.rule, j.model, j.question_set, j.batch): j for j in self.jobs}
+        return self._by_key
+
+    def over_cap(self) -> list[str]:
+        """One message per generation job whose wall time exceeds ``resources.max_runtime``, naming the fix."""
+        out = []
+        for j in (j for j in self.jobs if j.over_cap):
+            size = "collection.batch_questions" if j.rule == "collect" else "trajectories.batch_questions"
+            why = ("derived: resources.runtime_factor x the planner's expected hours"
+                   if "runtime" in j.resources.get("derived", []) else f"stated: models.{j.model}.runtime or "
+                   f"models.{j.model}.resources.{j.rule}.runtime")
+            out.append(f"{j.rule} {j.model} x {j.question_set} {j.batch}: asks {j.resources['runtime']:,} min "
+                       f"({why}; {j.tokens / 1e6:,.1f} M tokens expected) but resources.max_runtime = "
+                       f"{self.max_runtime:,}: lower {size} (split the batch) or raise resources.max_runtime")
+        return out
+
     def format(self) -> str:
-        """The plan as a text table: one line per model x question set, then per rule, then the total."""
-        head = ["rule", "model x set", "units", "jobs", "SLURM jobs", "GPUs/job", "tokens", "job h", "GPU h"]
-        lines = [[r.rule, r.detail, f"{r.units:,}", f"{r.jobs:,}", f"{r.slurm_jobs:,}", str(r.gpus_per_job),
-                  _tokens(r.tokens), f"{r.job_hours:,.1f}", f"{r.gpu_hours:,.1f}"] for r in self.rows]
+        """The plan as a text table: one line per model x question set, then per rule, then the total. ``min/job``
+        is the longest wall time one of the row's jobs asks for; ``over cap`` counts jobs above
+        ``resources.max_runtime`` (listed below the table: split their batches)."""
+        head = ["rule", "model x set", "units", "jobs", "SLURM jobs", "GPUs/job", "tokens", "min/job", "over cap",
+                "job h", "GPU h"]
+        cells = lambda r, d: [r.rule, d, f"{r.units:,}", f"{r.jobs:,}", f"{r.slurm_jobs:,}", str(r.gpus_per_job),
+                              _tokens(r.tokens), f"{r.runtime_min:,}" if r.runtime_min else "",
+                              f"{r.over_cap:,} !" if r.over_cap else "", f"{r.job_hours:,.1f}", f"{r.gpu_hours:,.1f}"]
+        lines = [cells(r, r.detail) for r in self.rows]
         lines.append(None)
-        lines += [[r.rule, "(all)", f"{r.units:,}", f"{r.jobs:,}", f"{r.slurm_jobs:,}", str(r.gpus_per_job),
-                   _tokens(r.tokens), f"{r.job_hours:,.1f}", f"{r.gpu_hours:,.1f}"] for r in self.by_rule()]
+        lines += [cells(r, "(all)") for r in self.by_rule()]
         t = self.total()
         lines += [None, ["total", "", "", f"{t.jobs:,}", f"{t.slurm_jobs:,}", f"max {t.gpus_per_job}",
-                         _tokens(t.tokens), f"{t.job_hours:,.1f}", f"{t.gpu_hours:,.1f}"]]
+                         _tokens(t.tokens), f"{t.runtime_min:,}" if t.runtime_min else "",
+                         f"{t.over_cap:,} !" if t.over_cap else "", f"{t.job_hours:,.1f}", f"{t.gpu_hours:,.1f}"]]
         widths = [max(len(head[i]), *(len(l[i]) for l in lines if l)) for i in range(len(head))]
         fmt = lambda cells: "  ".join(c.ljust(w) if i < 2 else c.rjust(w) for i, (c, w) in enumerate(zip(cells, widths)))
         rule = "  ".join("-" * w for w in widths)
         out = [fmt(head), rule] + [fmt(l) if l else rule for l in lines]
+        problems = self.over_cap()
+        if problems:
+            out += ["", f"{len(problems)} job(s) over resources.max_runtime = {self.max_runtime:,} min:"]
+            out += [f"  ! {m}" for m in problems[:20]]
+            if len(problems) > 20:
+                out.append(f"  ... and {len(problems) - 20} more (--json lists every job)")
         if self.sources:
             out.append("")
             items = sorted(self.sources.items())
@@ -113,15 +184,15 @@ class StudyPlan:
                 out.append(f"... and {len(items) - 16} more (--json lists them all)")
         return "\n".join(out)
 
-
     def markdown(self) -> str:
-        """Per rule and in total, as a Markdown table (the README's figures: ``thinkprobe plan --markdown``)."""
-        out = ["| rule | units | jobs | SLURM jobs | GPUs/job | tokens | job hours | GPU hours |",
-               "|---|---:|---:|---:|---:|---:|---:|---:|"]
+        """Per rule and in total, as a Markdown table (docs/planning.md's tables: ``thinkprobe plan --markdown``)."""
+        out = ["| rule | units | jobs | SLURM jobs | GPUs/job | tokens | min/job | job hours | GPU hours |",
+               "|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
         for r in (*self.by_rule(), self.total()):
             units = "" if r.rule == "total" else f"{r.units:,}"
+            runtime = f"{r.runtime_min:,}" + (f" ({r.over_cap} over cap)" if r.over_cap else "") if r.runtime_min else ""
             out.append(f"| {r.rule} | {units} | {r.jobs:,} | {r.slurm_jobs:,} | {r.gpus_per_job} | {_tokens(r.tokens)} "
-                       f"| {r.job_hours:,.1f} | {r.gpu_hours:,.1f} |")
+                       f"| {runtime} | {r.job_hours:,.1f} | {r.gpu_hours:,.1f} |")
         return "\n".join(out)
 
 
@@ -174,8 +245,8 @@ def local_folder(model: Mapping[str, Any], model_cache: str | None) -> Path | No
 
 
 def throughput(config: Mapping[str, Any], model: Mapping[str, Any], params_b: float | None) -> tuple[float, str]:
-    plan = config.get("planning") or {}
-    gpu_type = "cpu" if model.get("device") == "cpu" else str(plan.get("gpu_type", "h100"))
+    plan = config["planning"]
+    gpu_type = "cpu" if model.get("device") == "cpu" else str(plan["gpu_type"])
     table = (plan.get("throughput") or {}).get(gpu_type)
     if not table:
         raise PlanError(f"planning.throughput has no row {gpu_type!r} (planning.gpu_type); rows: "
@@ -186,46 +257,94 @@ def throughput(config: Mapping[str, Any], model: Mapping[str, Any], params_b: fl
     return float(table[cls]), f"{gpu_type}/{cls}"
 
 
-def stored_completion_tokens(results: Path, model: str, qset: str) -> list[int]:
-    """Completion tokens of the units of a model x question set already in the collection store."""
-    out = []
-    for path in (results / "collect" / model / qset / "units").glob("*/*.json"):
+def observed_lengths(base: Path, collect: CollectionPlan) -> tuple[dict[tuple[str, str], list[int]],
+                                                                  dict[UnitKey, tuple[int, int | None]]]:
+    """What collection already produced: completion tokens per model x question set, and each collected unit's
+    reasoning tokens K with its answer tokens (completion less K; None when the manifest lacks the completion),
+    from the collection jobs' manifests (one file per batch, never every unit file)."""
+    completions: dict[tuple[str, str], list[int]] = defaultdict(list)
+    k: dict[UnitKey, tuple[int, int | None]] = {}
+    for batch in collect.batches:
         try:
-            doc = json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, ValueError):
+            units = json.loads((base / collect.manifest(batch)).read_text(encoding="utf-8"))["units"]
+        except (OSError, ValueError, KeyError, TypeError):
             continue
-        n = ((doc.get("provenance") or {}).get("tokens") or {}).get("completion")
-        if doc.get("status") == "ok" and isinstance(n, int):
-            out.append(n)
-    return out
+        for unit, entry in units.items():
+            if not isinstance(entry, dict) or entry.get("status") != "ok":
+                continue
+            if isinstance(entry.get("completion_tokens"), int):
+                completions[batch[:2]].append(entry["completion_tokens"])
+            if isinstance(entry.get("reasoning_tokens"), int):
+                done = entry.get("completion_tokens")
+                k[UnitKey.from_path(unit)] = (entry["reasoning_tokens"], max(0, done - entry["reasoning_tokens"])
+                                              if isinstance(done, int) else None)
+    return completions, k
 
 
-def reasoning_tokens(unit_file: Path) -> int | None:
-    """K of a collected trace unit: completion tokens x the reasoning's share of the response's characters."""
-    try:
-        doc = json.loads(unit_file.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+def prior_tokens(config: Mapping[str, Any], model: Mapping[str, Any], task: str) -> tuple[int, str]:
+    """The expected reasoning tokens of a trace of ``model`` on a ``task`` question before any is collected, and
+    where the figure comes from."""
+    stated = (model.get("trace_tokens") or {}).get(task)
+    if stated:
+        return int(stated), f"models.{model.get('name')}.trace_tokens.{task}"
+    plan = config["planning"]
+    priors = plan["trace_tokens_prior"]
+    base = int(priors[task] if task in priors else priors["open"])
+    if model.get("reasoning") == "prompted":
+        return (max(1, round(base * float(plan["prompted_trace_share"]))),
+                f"planning.trace_tokens_prior.{task} {base} x prompted_trace_share {plan['prompted_trace_share']}")
+    return base, f"planning.trace_tokens_prior.{task}"
+
+
+def context_window(model: Mapping[str, Any], cache) -> int | None:
+    """The model's context: its engine's max_model_len, else its own (config.json, when on this machine)."""
+    stated = (model.get("engine") or {}).get("max_model_len")
+    if stated:
+        return int(stated)
+    folder = local_folder(model, cache)
+    if folder is None:
         return None
-    gen = doc.get("generation") or {}
-    ids, response, text = gen.get("token_ids"), gen.get("response") or "", (doc.get("trace") or {}).get("text") or ""
-    if doc.get("status") != "ok" or not isinstance(ids, list) or not response:
-        return None
-    return round(len(ids) * min(1.0, len(text) / len(response)))
+    from .hub import context_length
+
+    return context_length(folder)
 
 
-def _accumulate(into: Row, row: Row) -> None:
-    """Add ``row``'s counts to ``into`` (GPUs per job: the largest)."""
-    into.units += row.units
-    into.jobs += row.jobs
-    into.slurm_jobs += row.slurm_jobs
-    into.gpus_per_job = max(into.gpus_per_job, row.gpus_per_job)
-    into.tokens += row.tokens
-    into.job_hours += row.job_hours
-    into.gpu_hours += row.gpu_hours
+def continuation_tokens(k: int, *, n: int, stride: int, limit: int, cap: int | None, window: int | None,
+                        prompt: int, answer: int, forced: int | None) -> float:
+    """Tokens sampled for one realized trace of ``k`` reasoning tokens (App. A.1, A.5): N continuations at each
+    checkpoint j of J, each about the rest of the reasoning plus the answer (k - j + answer), within the
+    decoding's budget ``cap`` or, when it is None, within the room the prefix leaves in the context ``window``;
+    ``forced``: the forced-answer estimator's fixed budget.
+
+    >>> continuation_tokens(32, n=2, stride=16, limit=0, cap=None, window=None, prompt=10, answer=4, forced=None)
+    120.0
+    >>> continuation_tokens(32, n=2, stride=16, limit=0, cap=10, window=None, prompt=10, answer=4, forced=None)
+    48.0
+    >>> continuation_tokens(32, n=2, stride=16, limit=0, cap=None, window=40, prompt=10, answer=4, forced=None)
+    88.0
+    """
+    from ..trajectories.checkpoints import checkpoint_positions
+
+    positions = checkpoint_positions(min(k, limit) if limit > 0 else k, stride)
+    total = 0.0
+    for j in positions:
+        if forced is not None:
+            total += forced
+            continue
+        length = k - j + answer
+        if cap is not None:
+            length = min(length, cap)
+        elif window is not None:
+            length = min(length, max(0, window - prompt - j))
+        total += length
+    return float(n * total)
 
 
-def plan_study(config: Mapping[str, Any], base: str | Path = ".", results: str | Path = "results") -> StudyPlan:
-    """The plan of a validated config (defaults filled); ``results`` is read for lengths already observed.
+def plan_study(config: Mapping[str, Any], base: str | Path = ".", collect: CollectionPlan | None = None,
+               trajectories=None) -> StudyPlan:
+    """The plan of a validated config (defaults filled); the collection manifests under ``base/results`` give the
+    lengths already observed.
+    ``collect`` and ``trajectories``: the workflow's own plans when it has built them (its parse), else planned.
 
     Raises
     ------
@@ -236,93 +355,135 @@ def plan_study(config: Mapping[str, Any], base: str | Path = ".", results: str |
     if not isinstance(config.get("planning"), Mapping):
         raise ValueError("plan_study needs a validated config (thinkprobe.config.validate_config fills the "
                          "'planning' section with its defaults); this one has none")
-    base, results = Path(base), Path(base) / results
-    cfg_plan = config["planning"]
-    priors, answer = dict(cfg_plan.get("trace_tokens_prior") or {}), int(cfg_plan.get("answer_tokens_prior", 64))
-    overhead = float(cfg_plan.get("job_overhead_s", 300))
-    cache = (config.get("resources") or {}).get("model_cache") or None
-    collect = plan_collection(config, base)
-    study = StudyPlan()
+    base = Path(base)
+    answer = int(config["planning"]["answer_tokens_prior"])
+    overhead = float(config["planning"]["job_overhead_s"])
+    res = config["resources"]
+    cache = res["model_cache"] or None
+    collect = collect if collect is not None else plan_collection(config, base)
+    study = StudyPlan(max_runtime=int(res["max_runtime"]))
     models_cfg = config.get("models") or {}
 
     hub = hub_models(config, collect)
     if hub:
-        local = bool((config.get("resources") or {}).get("fetch_local", True))
+        local = bool(res["fetch_local"])
         study.rows.append(Row("fetch_model", units=len(hub), jobs=len(hub), slurm_jobs=0 if local else len(hub),
                               detail=f"{len(hub)} hub model(s)"))
 
-    seen_by: dict[tuple[str, str], list[int]] = {}  # completion lengths of the stored units: read once
-    unit_count = Counter((u.model, u.question_set) for u in collect.units)
-    job_count = Counter((m, q) for (m, q, _) in collect.batches)
+    completions, observed_k = observed_lengths(base, collect)
+    info: dict[str, dict[str, Any]] = {}  # per model: settings, throughput, GPUs, weights
+
+    def model_info(name: str) -> dict[str, Any]:
+        if name not in info:
+            m = collect.models.get(name) or model_settings(name, models_cfg.get(name) or {})
+            folder = local_folder(m, cache) if not m.get("weights_gb") else None
+            cached = sum(p.stat().st_size for p in folder.glob("*.safetensors")) if folder is not None else 0
+            rate, cls = throughput(config, m, model_params_b(m, cache))
+            info[name] = {"cfg": m, "rate": rate, "class": cls, "weights": jobres.weights_gb(m, cached or None)}
+        return info[name]
+
+    def add_job(rule: str, model: str, qset: str, batch: str, units: int, tokens: float) -> Job:
+        mi = model_info(model)
+        hours = tokens / mi["rate"] / 3600 + overhead / 3600
+        r = jobres.job_resources(rule, mi["cfg"], config, hours, tokens, mi["weights"])
+        r["over_cap"] = jobres.over_cap(r, config)
+        job = Job(rule, model, qset, batch, units, tokens, hours, r)
+        study.jobs.append(job)
+        return job
+
+    # ---- collection: per batch, units x the expected completion length
+    collect_len: dict[tuple[str, str], float] = {}
+    unit_count = Counter((u.model, u.question_set, b) for u, (_, _, b) in collect.units.items())
     for (model, qset), job in collect.jobs.items():
-        mcfg = collect.models[model]
-        cap = int(job["sampling"].get("max_tokens", 8192))
-        prior = _prior(priors, collect.questions[qset])
-        seen = seen_by[(model, qset)] = stored_completion_tokens(results, model, qset)
+        mcfg = model_info(model)["cfg"]
+        cap = int(job["sampling"]["max_tokens"])
+        task = collect.questions[qset][0].task if collect.questions[qset] else "open"
+        seen = completions.get((model, qset))
         if seen:
             length = sum(seen) / len(seen)
-            study.sources[f"collect {model} x {qset}"] = f"mean of {len(seen)} stored units: {length:,.0f} tokens"
+            study.sources[f"collect {model} x {qset}"] = f"mean of {len(seen)} collected units: {length:,.0f} tokens"
         else:
+            prior, where = prior_tokens(config, mcfg, task)
             length = min(cap, prior + answer)
-            study.sources[f"collect {model} x {qset}"] = (f"prior: min(max_tokens {cap}, planning.trace_tokens_prior"
-                                                          f" {prior} + answer {answer}) = {length:,} tokens")
-        units, jobs = unit_count[(model, qset)], job_count[(model, qset)]
-        study.rows.append(_gen_row("collect", config, model, qset, mcfg, units, jobs, units * length, overhead, cache))
+            study.sources[f"collect {model} x {qset}"] = (f"prior: min(max_tokens {cap}, {where} = {prior:,} + "
+                                                          f"answer {answer}) = {length:,} tokens")
+        collect_len[(model, qset)] = length
+        jobs = [add_job("collect", model, qset, b, unit_count[(model, qset, b)], unit_count[(model, qset, b)] * length)
+                for (m, q, b) in collect.batches if (m, q) == (model, qset)]
+        study.rows.append(_row("collect", model, qset, jobs, model_info(model)))
 
+    # ---- trajectories: per sampling job (a batch of one decoding), the continuations of its traces
     traj = config.get("trajectories") or {}
     if traj.get("models") and traj.get("question_sets"):
-        from ..trajectories.checkpoints import checkpoint_positions
-        from ..trajectories.workflow import TrajectoryPlan
+        from ..trajectories.sampling import decoded_sampling
+        from ..trajectories.workflow import TrajectoryPlan, decoding_of
 
-        tplan = TrajectoryPlan(config, base)
-        s = traj.get("sampling") or {}
-        cap = int(s.get("max_tokens", 512))
-        forced = traj.get("estimator") == "forced"
-        forced_tokens = int((traj.get("forced") or {}).get("max_tokens", 16))
-        n, stride, limit = int(traj.get("n", 16)), int(traj.get("stride", 16)), int(traj.get("max_reasoning_tokens", 0))
-        traj_jobs = Counter((m, q) for (m, q, _) in tplan.batches)
-
-        @lru_cache(maxsize=None)
-        def per_trace(k: int) -> float:
-            """Tokens sampled for one realized trace of K = k reasoning tokens."""
-            k = min(k, limit) if limit > 0 else k
-            return n * sum(forced_tokens if forced else min(cap, k - j + answer)
-                           for j in checkpoint_positions(int(k), stride))
+        tplan = trajectories if trajectories is not None else TrajectoryPlan(config, base)
+        forced = int(traj["forced"]["max_tokens"]) if traj["estimator"] == "forced" else None
+        n, stride, limit = int(traj["n"]), int(traj["stride"]), int(traj["max_reasoning_tokens"])
+        prompts = {qset: round(sum(len(q.text) for q in qs) / len(qs) / CHARS_PER_TOKEN) + PROMPT_TEMPLATE_TOKENS
+                   if qs else PROMPT_TEMPLATE_TOKENS for qset, qs in collect.questions.items()}
+        caps = {d: decoded_sampling(traj, d)["max_tokens"] for d in tplan.decodings}
+        per_trace = lru_cache(maxsize=None)(
+            lambda k, ans, cap, window, prompt: continuation_tokens(k, n=n, stride=stride, limit=limit, cap=cap,
+                                                                    window=window, prompt=prompt, answer=ans,
+                                                                    forced=forced))
+        by_pair: dict[tuple[str, str], list[str]] = defaultdict(list)
+        for (m, q, b) in tplan.batches:
+            by_pair[(m, q)].append(b)
         for model in tplan.models:
-            mcfg = model_settings(model, models_cfg.get(model) or {})
-            for qset, questions in tplan.questions.items():
-                total, observed, traces = 0.0, 0, 0
-                jobs = traj_jobs[(model, qset)]
-                job = collect.jobs.get((model, qset))
-                if job is None:  # no collected trace to sample: the jobs find nothing and generate nothing
-                    study.rows.append(_gen_row("traj_sample", config, model, qset, mcfg, 0, jobs, 0.0, overhead,
-                                               cache, gpu=bool(traj.get("gpu"))))
+            mi = model_info(model)
+            window = context_window(mi["cfg"], cache)
+            for qset in tplan.questions:
+                batches = by_pair.get((model, qset), [])
+                cjob = collect.jobs.get((model, qset))
+                if cjob is None:  # no collected trace to sample: the jobs find nothing and generate nothing
+                    jobs = [add_job("traj_sample", model, qset, b, 0, 0.0) for b in batches]
+                    study.rows.append(_row("traj_sample", model, qset, jobs, mi))
                     study.sources[f"traj_sample {model} x {qset}"] = "not collected: no trace to sample"
                     continue
-                ccap = int(job["sampling"].get("max_tokens", 8192))
-                seen = seen_by[(model, qset)]
-                prior = _prior(priors, collect.questions[qset])
-                fallback_k = max(0, round(sum(seen) / len(seen)) - answer) if seen else min(ccap, prior)
-                folder = results / "traces" / model / qset
-                for qid in questions:
-                    for run in tplan.runs:
-                        traces += 1
-                        k = reasoning_tokens(folder / safe_id(qid) / f"{run}.json") if folder.is_dir() else None
+                ccap = int(cjob["sampling"]["max_tokens"])
+                seen = completions.get((model, qset))
+                task = collect.questions[qset][0].task if collect.questions[qset] else "open"
+                fallback = (max(0, round(sum(seen) / len(seen)) - answer) if seen
+                            else min(ccap, prior_tokens(config, mi["cfg"], task)[0]))
+                prompt = prompts.get(qset, PROMPT_TEMPLATE_TOKENS)
+                observed = traces = 0
+                jobs = []
+                for b in batches:
+                    cap = caps[decoding_of(b)]
+                    total = 0.0
+                    units = tplan.units(model, qset, b)
+                    for key in units:
+                        k, ans = observed_k.get(key, (None, None))
                         observed += k is not None
-                        total += per_trace(fallback_k if k is None else k)
+                        # a collected trace's own answer length (a prompted chain of thought holds its answer
+                        # inside the reasoning: about 0 more), else the prior's
+                        total += per_trace(fallback if k is None else k, answer if ans is None else ans, cap,
+                                           window, prompt)
+                    traces += len(units)
+                    jobs.append(add_job("traj_sample", model, qset, b, len(units), total))
+                study.rows.append(_row("traj_sample", model, qset, jobs, mi))
+                decodings = sorted({decoding_of(b) for b in batches})
                 study.sources[f"traj_sample {model} x {qset}"] = (
-                    f"K from {observed} collected trace(s)" + (f", {traces - observed} at the prior K = {fallback_k:,}"
-                                                              if traces > observed else ""))
-                study.rows.append(_gen_row("traj_sample", config, model, qset, mcfg, traces, jobs, total, overhead,
-                                           cache, gpu=bool(traj.get("gpu"))))
+                    f"K from {observed} collected trace(s)" + (f", {traces - observed} at the prior K = {fallback:,}"
+                                                              if traces > observed else "")
+                    + f"; decodings {', '.join(decodings)}" + ("" if window is None else f"; context {window:,}"))
     _analysis_rows(study, config, collect)
     return study
 
 
-def _prior(priors: Mapping[str, int], questions) -> int:
-    """The prior reasoning length of a question set: ``planning.trace_tokens_prior`` of its task."""
-    task = questions[0].task if questions else "open"
-    return int(priors.get(task, priors.get("open", 4000)))
+def _row(rule: str, model: str, qset: str, jobs: list[Job], mi: Mapping[str, Any]) -> Row:
+    """The plan's line for one model x question set of a generation rule, from its jobs."""
+    hours = sum(j.hours for j in jobs)
+    per_job = max((int(j.resources["gpu"]) for j in jobs), default=0)
+    units = sum(j.units for j in jobs) if rule == "collect" else \
+        sum(j.units for j in jobs if "-" not in j.batch)  # a trace sampled under two decodings is one unit
+    return Row(rule, units=units, jobs=len(jobs), slurm_jobs=len(jobs), gpus_per_job=per_job,
+               tokens=sum(j.tokens for j in jobs), runtime_min=max((int(j.resources["runtime"]) for j in jobs), default=0),
+               over_cap=sum(j.over_cap for j in jobs), job_hours=hours, gpu_hours=sum(j.hours * int(j.resources["gpu"])
+                                                                               for j in jobs),
+               detail=f"{model} x {qset} ({mi['class']}, {mi['rate']:,.0f} tok/s)")
 
 
 def generation_models(config: Mapping[str, Any], collect: CollectionPlan) -> set[str]:
@@ -336,25 +497,29 @@ def hub_models(config: Mapping[str, Any], collect: CollectionPlan) -> list[str]:
     return sorted(m for m in generation_models(config, collect) if (models_cfg.get(m) or {}).get("hub_id"))
 
 
-def _gen_row(rule: str, config, model: str, qset: str, mcfg: Mapping[str, Any], units: int, jobs: int,
-             tokens: float, overhead: float, cache, gpu: bool = True) -> Row:
-    params_b = model_params_b(mcfg, cache)
-    rate, cls = throughput(config, mcfg, params_b)
-    per_job = gpus(mcfg) if gpu else 0
-    hours = tokens / rate / 3600 + jobs * overhead / 3600
-    return Row(rule, units=units, jobs=jobs, slurm_jobs=jobs, gpus_per_job=per_job, tokens=tokens, job_hours=hours,
-               gpu_hours=hours * per_job, detail=f"{model} x {qset} ({cls}, {rate:,.0f} tok/s)")
+def _accumulate(into: Row, row: Row) -> None:
+    """Add ``row``'s counts to ``into`` (GPUs per job and wall time per job: the largest)."""
+    into.units += row.units
+    into.jobs += row.jobs
+    into.slurm_jobs += row.slurm_jobs
+    into.gpus_per_job = max(into.gpus_per_job, row.gpus_per_job)
+    into.tokens += row.tokens
+    into.runtime_min = max(into.runtime_min, row.runtime_min)
+    into.over_cap += row.over_cap
+    into.job_hours += row.job_hours
+    into.gpu_hours += row.gpu_hours
 
 
 def _analysis_rows(study: StudyPlan, config: Mapping[str, Any], collect: CollectionPlan) -> None:
-    """The Thought Graph analysis of the collected units: per question shard 4 jobs (trace unit, segment,
-    graph, metrics), grouped into one SLURM job per ``resources.batch_questions`` questions (group
-    ``analysis``). Imported inputs are not read here (they cost no generation)."""
-    size = int((config.get("resources") or {}).get("batch_questions", 10))
+    """The Thought Graph analysis of the collected units: per question shard 3 jobs (segment, graph, metrics),
+    grouped into one SLURM job per ``resources.batch_questions`` questions (group ``analysis``) with their
+    batch manifest. Collected trace files are written by the collection jobs (no job per unit). Imported
+    inputs are not read here (they cost no generation)."""
+    size = int(config["resources"]["batch_questions"])
     for qset in collect.question_sets:
         qids = len(collect.questions[qset])
         units = sum(1 for u in collect.units if u.question_set == qset)
-        study.rows.append(Row("analysis", units=units, jobs=qids * 3 + units + math.ceil(qids / size),
+        study.rows.append(Row("analysis", units=units, jobs=qids * 3 + math.ceil(qids / size),
                               slurm_jobs=math.ceil(qids / size), detail=f"(all models) x {qset}"))
 
 

@@ -35,7 +35,9 @@ from typing import Any, Callable, Mapping, Sequence
 from .. import __version__
 from ..codedeps import used_modules
 from ..outputs import source_hash, write_json
+from ..tracefiles import trace_file
 from ..units import UnitKey
+from .defaults import COLLECTION_SAMPLING_DEFAULTS
 from .engine import Engine, Generation, SamplingSpec
 from .faults import TransientFailures  # noqa: F401 - raised here, and part of this module's API
 from .faults import is_transient, transient_failures
@@ -44,7 +46,7 @@ from .questions import Question, format_prompt
 from .reasoning import find_loop, split_reasoning
 
 # The collection rule's code, derived (thinkprobe.codedeps): the job and the engine factory it is given.
-MODULES = used_modules([("generate.collect", "collect_batch"), ("generate.collect", "write_trace_unit"),
+MODULES = used_modules([("generate.collect", "collect_batch"), ("generate.collect", "collection_job"),
                         ("generate.engine", "open_engine")])
 STORE_VERSION = 1
 
@@ -54,9 +56,14 @@ class StaleUnits(RuntimeError):
 
 
 def unit_settings(u: Mapping[str, Any], params: Mapping[str, Any]) -> str:
-    """sha256 of what determines a unit's sample: model, prompt, sampling, seed (not engine tuning knobs)."""
+    """sha256 of what determines a unit's sample (:func:`unit_identity`)."""
     import hashlib
 
+    return hashlib.sha256(json.dumps(unit_identity(u, params), sort_keys=True).encode()).hexdigest()
+
+
+def unit_identity(u: Mapping[str, Any], params: Mapping[str, Any]) -> dict[str, Any]:
+    """What determines a unit's sample: model, prompt, sampling, seed (not engine tuning knobs, not resources)."""
     m = params["model"]
     key = {"backend": m.get("backend"), "model": m.get("path") or m.get("served_model") or m.get("name"),
            "base_url": m.get("base_url"), "reasoning": m.get("reasoning"), "think_prefill": bool(m.get("think_prefill")),
@@ -65,7 +72,7 @@ def unit_settings(u: Mapping[str, Any], params: Mapping[str, Any]) -> str:
            "sampling": _sampling(params["sampling"], u["seed"]).as_dict()}
     if m.get("hub_id"):  # a hub model: its id and pinned revision decide the sample (path models: unchanged key)
         key.update(model=m["hub_id"], revision=m.get("revision") or "main")
-    return hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest()
+    return key
 
 
 def now() -> str:
@@ -110,14 +117,15 @@ def _question(d: Mapping[str, Any]) -> Question:
 
 
 def _sampling(sampling: Mapping[str, Any], seed: int) -> SamplingSpec:
-    return SamplingSpec(n=1, temperature=float(sampling.get("temperature", 0.6)),
-                        top_p=float(sampling.get("top_p", 0.95)), max_tokens=int(sampling.get("max_tokens", 512)),
-                        seed=seed, stop=tuple(sampling.get("stop") or ()))
+    s = {**COLLECTION_SAMPLING_DEFAULTS, **sampling}  # one home of the defaults: generate.defaults
+    return SamplingSpec(n=1, temperature=float(s["temperature"]), top_p=float(s["top_p"]),
+                        max_tokens=int(s["max_tokens"]), seed=seed, stop=tuple(s["stop"] or ()))
 
 
 def collect_batch(open_engine: Callable[[Mapping[str, Any]], Engine], params: Mapping[str, Any], store: str | os.PathLike,
-                  log=None) -> dict[str, Any]:
-    """Generate every unit of a job that is not yet in ``store``; return the job's manifest.
+                  log=None, traces: str | None = None, chunk_prompts: int | None = None) -> dict[str, Any]:
+    """Generate every unit of a job that is not yet in ``store``, write the trace file of every stored unit
+    that has none (under ``traces``); return the job's manifest.
 
     Parameters
     ----------
@@ -128,6 +136,12 @@ def collect_batch(open_engine: Callable[[Mapping[str, Any]], Engine], params: Ma
         sampling, base seed, loop detection, ``chunk_prompts`` and the units (unit, question, seed).
     store
         The job's store folder.
+    traces
+        The folder of the analysis's trace files (the workflow: ``results/traces``, :data:`~thinkprobe.tracefiles.TRACES`):
+        each stored unit's file is written there once (:func:`write_trace_file`); None writes none.
+    chunk_prompts
+        Prompts per engine call (a resource of the job, not a parameter); None: ``params["chunk_prompts"]``,
+        else every pending prompt in one call.
 
     Raises
     ------
@@ -163,7 +177,7 @@ def collect_batch(open_engine: Callable[[Mapping[str, Any]], Engine], params: Ma
                 qid = u["question"]["id"]
                 if qid not in prompts:
                     prompts[qid] = build_prompt(engine, _question(u["question"]), params["prompt_variant"], model_cfg)
-            size = max(1, int(params.get("chunk_prompts") or len(pending)))
+            size = max(1, int(chunk_prompts or params.get("chunk_prompts") or len(pending)))
             for k in range(0, len(pending), size):
                 chunk = pending[k:k + size]
                 done = _generate_chunk(engine, chunk, prompts, params, stats, failures)
@@ -176,17 +190,74 @@ def collect_batch(open_engine: Callable[[Mapping[str, Any]], Engine], params: Ma
         finally:
             engine.close()
     manifest = {"units": {}, "stats": stats, "thinkprobe_version": __version__}
+    written = 0
     for u in units:
         key = UnitKey(**u["unit"])
         path = store_path(store, u["unit"])
         if path.exists():
             doc = json.loads(path.read_text(encoding="utf-8"))
-            manifest["units"][key.path] = {"store": str(path), "status": doc["status"], "reason": doc.get("reason")}
+            trace = trace_file(key.path, traces) if traces is not None else None
+            written += trace is not None and write_trace_file(key.as_dict(), path, trace, doc)
+            manifest["units"][key.path] = {"store": str(path), "status": doc["status"], "reason": doc.get("reason"),
+                                           "trace": trace, **unit_lengths(doc)}
         else:
             manifest["units"][key.path] = {"store": None, "status": "failed", "reason": failures.get(key.path, "?")}
-    if failures:
+    stats["traces_written"] = written
+    if failures:  # every stored unit has its trace file: the rerun generates only the failed ones
         raise transient_failures(failures, len(units), "units")
     return manifest
+
+
+def unit_lengths(doc: Mapping[str, Any]) -> dict[str, int | None]:
+    """A stored unit's completion tokens and its reasoning tokens K (completion tokens x the reasoning's share of
+    the response's characters): what the planner reads from the manifest instead of every unit file."""
+    ids, response = doc.get("token_ids"), doc.get("response") or ""
+    if doc.get("status") != "ok" or not isinstance(ids, list):
+        return {"completion_tokens": None, "reasoning_tokens": None}
+    share = min(1.0, len(doc.get("reasoning") or "") / len(response)) if response else 0.0
+    return {"completion_tokens": len(ids), "reasoning_tokens": round(len(ids) * share)}
+
+
+def write_trace_file(unit: Mapping[str, str], store_file: str | os.PathLike, out: str | os.PathLike,
+                     record: Mapping[str, Any] | None = None) -> bool:
+    """Write a collected unit's trace file from its stored record, unless it exists; True when written.
+
+    A trace file is written once, atomically, then made read-only like the store: a rerun of the batch
+    (an added run or question, a killed job resumed) writes only the missing files and never rewrites one.
+    """
+    from ..stages.unitfiles import write_unit  # sealed: verified before reuse (thinkprobe.integrity)
+
+    out = Path(out)
+    if out.exists():
+        return False
+    write_unit(out, trace_unit_doc(unit, store_file, record=record))
+    mode = stat.S_IMODE(out.stat().st_mode)
+    os.chmod(out, mode & ~(stat.S_IWUSR | stat.S_IWGRP | stat.S_IWOTH))
+    return True
+
+
+def batch_digest(params: Mapping[str, Any]) -> str:
+    """What decides a collection job's outputs, as one short digest (the rule's only identity param): each of
+    its units and the settings that decide the unit's sample (:func:`unit_settings`: model, prompt, sampling,
+    seed). A run or a question added to the batch changes it; a resource (memory, wall time, threads,
+    ``chunk_prompts``) does not, so raising a wall time reruns no collection job."""
+    import hashlib
+
+    h = hashlib.sha256()
+    for u in params["units"]:
+        h.update(f"{UnitKey(**u['unit']).path}\t{unit_settings(u, params)}\n".encode())
+    return h.hexdigest()[:16]
+
+
+def collection_job(config: Mapping[str, Any], model: str, question_set: str, batch: str,
+                   base: str | os.PathLike = ".") -> dict[str, Any]:
+    """A collection job's parameters (:meth:`~thinkprobe.generate.plan.CollectionPlan.batch_params`), planned
+    again from the workflow's config inside the job: the question texts never pass through Snakemake's
+    params (they would be stored, compared and printed for every job)."""
+    from .plan import plan_collection
+
+    plan = plan_collection(config, base)
+    return plan.batch_params(model, question_set, batch, config["collection"])
 
 
 def _generate_chunk(engine: Engine, chunk: Sequence[Mapping[str, Any]], prompts: Mapping[str, str],
@@ -293,8 +364,8 @@ def unit_store_doc(u: Mapping[str, Any], params: Mapping[str, Any], engine: Engi
     return doc
 
 
-def trace_unit_doc(unit: Mapping[str, str], store_file: str | os.PathLike | None, reason: str | None = None
-                   ) -> dict[str, Any]:
+def trace_unit_doc(unit: Mapping[str, str], store_file: str | os.PathLike | None, reason: str | None = None,
+                   record: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """The analysis's unit file (``results/traces/...``) for a collected unit, from its stored record.
 
     The same document the import stage writes (``trace.text`` is the reasoning, verbatim), plus
@@ -302,15 +373,13 @@ def trace_unit_doc(unit: Mapping[str, str], store_file: str | os.PathLike | None
     collection provenance. A unit that no collection job asks for (a model or run of other question sets)
     is ``absent``: outside the question set's grid, no unit of the study.
     """
-    from ..stages.unitfiles import unit_doc
+    from ..stages.unitfiles import absent_doc, unit_doc
 
     unit = dict(unit)
     upath = UnitKey(**unit).path
     if store_file is None:
-        return unit_doc(unit, "absent", {"thinkprobe_version": __version__},
-                        reason or "absent: no collection job for this model, run and question set", "collect",
-                        trace_id=None, ids={**unit, "domain": ""})
-    rec = json.loads(Path(store_file).read_text(encoding="utf-8"))
+        return absent_doc(unit, reason)
+    rec = record if record is not None else json.loads(Path(store_file).read_text(encoding="utf-8"))
     ids = {**unit, "domain": rec["question"].get("domain") or "", "record_id": upath, "source": str(store_file)}
     common = {"trace_id": upath, "ids": ids, "origin": "collected", "question": rec["question"]}
     prov = {**rec["provenance"], "store": str(store_file)}
@@ -324,21 +393,3 @@ def trace_unit_doc(unit: Mapping[str, str], store_file: str | os.PathLike | None
                                 "token_ids": rec["token_ids"],
                                 "finish_reason": rec["finish_reason"], "reasoning_closed": rec["reasoning_closed"],
                                 "looping": rec["looping"], "response": rec["response"]})
-
-
-def write_trace_unit(unit: Mapping[str, str], manifests: Sequence[str], out: str | os.PathLike) -> None:
-    """Write a unit's trace file from its collection job's manifest (or ``missing`` when not collected),
-    sealed like every unit file (:func:`thinkprobe.stages.unitfiles.write_unit`)."""
-    from ..stages.unitfiles import write_unit
-
-    upath = UnitKey(**{k: unit[k] for k in ("model", "question_set", "question_id", "run")}).path
-    store_file = None
-    if manifests:
-        manifest = json.loads(Path(manifests[0]).read_text(encoding="utf-8"))
-        entry = manifest["units"].get(upath)
-        if entry is None or not entry.get("store") or not Path(entry["store"]).exists():
-            raise FileNotFoundError(f"unit {upath}: not in the store of {manifests[0]} (its collection job did "
-                                    "not store it; rerun the workflow to generate it)")
-        store_file = entry["store"]
-    write_unit(out, trace_unit_doc({k: unit[k] for k in ("model", "question_set", "question_id", "run")},
-                                   store_file))

@@ -1,8 +1,10 @@
-"""The defaults of a `models:` entry, of the HTTP backend and of the vLLM engine: their one home.
+"""The defaults of a `models:` entry, of the HTTP backend, of the vLLM engine and of sampling (trace collection
+and trajectory continuations): their one home.
 
-The backends read them here, and :func:`thinkprobe.config.load_schema` writes them into the workflow
-schema (blocks marked ``x-defaults-from``), so the schema, the code and the documentation of a default
-cannot disagree. A leaf module: importing it costs nothing and imports no backend.
+The backends, the planner, the start-up checks and the samplers read them here, and
+:func:`thinkprobe.config.load_schema` writes them into the workflow schema (blocks marked ``x-defaults-from``),
+so the schema, the code and the documentation of a default cannot disagree. A leaf module: importing it costs
+nothing and imports no backend.
 """
 
 from __future__ import annotations
@@ -10,10 +12,31 @@ from __future__ import annotations
 from typing import Any, Mapping
 
 # A `models:` entry (plan.model_settings fills them: defaults inside a name-keyed map are not filled by the
-# config loader).
+# config loader). No mem_mb, threads, runtime or cpus_per_gpu: a generation job's resources are derived from the
+# model and the plan (thinkprobe.generate.jobres) unless the entry states them.
 MODEL_DEFAULTS: dict[str, Any] = {"reasoning": "native", "prompt_variant": "native", "think_prefill": False,
-                                  "system_prompt": "", "device": "gpu", "gpu_model": "", "mem_mb": 16000,
-                                  "threads": 2, "runtime": 240}
+                                  "system_prompt": "", "device": "gpu", "gpu_model": ""}
+
+# Keys of a `models:` entry that size or place a job, or feed the planner, but decide no output: they never
+# reach a rule's params (changing them reruns nothing) nor any identity of stored results.
+MODEL_RESOURCE_KEYS = frozenset({"mem_mb", "threads", "runtime", "cpus_per_gpu", "gpu_model", "resources",
+                                 "params_b", "weights_gb", "trace_tokens"})
+
+# `collection.sampling`: the decoding of the realized traces (paper section 4.3: a non-zero temperature).
+COLLECTION_SAMPLING_DEFAULTS: dict[str, Any] = {"temperature": 0.6, "top_p": 0.95, "max_tokens": 8192, "stop": []}
+
+# `trajectories.sampling`: the decoding of the continuations. max_tokens None: a continuation runs to its end or
+# to the end of the context (the room its prefix leaves in max_model_len), everywhere: planner, start-up check,
+# sampler. Real reasoning models need thousands of tokens to reach their answer; a budget cut labels it null.
+TRAJECTORY_SAMPLING_DEFAULTS: dict[str, Any] = {"temperature": 0.6, "top_p": 0.95, "max_tokens": None, "seed": 0}
+
+# `trajectories`: N continuations per checkpoint, stride s (App. A.1, A.5), the estimator, the checkpoint cap,
+# questions per sampling job and prefixes per engine call (a resource of the job, never part of its identity).
+TRAJECTORY_DEFAULTS: dict[str, Any] = {"n": 16, "stride": 16, "estimator": "full", "max_reasoning_tokens": 0,
+                                       "batch_questions": 20, "prefixes_per_call": 64}
+
+# `trajectories.forced`: the forced-answer estimator's budget per answer.
+FORCED_DEFAULTS: dict[str, Any] = {"max_tokens": 16}
 
 # The OpenAI-compatible HTTP backend (generate/http_engine.py): keys of the model's entry. The reply limits
 # bound what one request in flight can hold: a reply of n = 16 continuations of 128k tokens each, token ids

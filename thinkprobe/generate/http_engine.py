@@ -396,7 +396,7 @@ def _generation(resp: Any, seconds: float) -> Generation:
     if not isinstance(details, dict):
         details = {}
     comps = []
-    for ch in sorted(choices, key=lambda c: c.get("index", 0) if isinstance(c.get("index", 0), int) else 0):
+    for ch in sorted(choices, key=lambda c: c["index"] if isinstance(c.get("index"), int) else 0):
         msg = ch.get("message") or {}
         if not isinstance(msg, dict):
             raise _Malformed("a choice's 'message' is not an object")

@@ -16,13 +16,16 @@ when questions, runs or models are added, and recorded in the unit's provenance.
 from __future__ import annotations
 
 import hashlib
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping
 
+from ..tracefiles import COLLECT, TRACES, trace_file
 from ..traces import safe_id
 from ..units import Discovery, UnitKey
 from .defaults import MODEL_DEFAULTS  # re-exported: plan.MODEL_DEFAULTS (one home: generate.defaults)
+from .defaults import COLLECTION_SAMPLING_DEFAULTS, VLLM_ENGINE_DEFAULTS
 from .questions import PROMPT_VARIANTS, Question, QuestionSetError, Skipped, read_question_set
 
 
@@ -38,7 +41,7 @@ def gpus(model: Mapping[str, Any]) -> int:
     """GPUs a collection job of this model asks SLURM for: ``tensor_parallel_size`` on a GPU, else none."""
     if model.get("backend") != "vllm" or model.get("device", "gpu") != "gpu":
         return 0
-    return int((model.get("engine") or {}).get("tensor_parallel_size", 1))
+    return int((model.get("engine") or {}).get("tensor_parallel_size", VLLM_ENGINE_DEFAULTS["tensor_parallel_size"]))
 
 
 class CollectionConfigError(ValueError):
@@ -87,8 +90,11 @@ class CollectionPlan:
     def runs(self) -> list[str]:
         return sorted({u.run for u in self.units}, key=lambda r: (len(r), r))
 
-    def batch_params(self, model: str, qset: str, batch: str, collection: Mapping[str, Any]) -> dict[str, Any]:
-        """Everything a collection job needs (its Snakemake ``params``): a change reruns that job only."""
+    def batch_params(self, model: str, qset: str, batch: str,
+                     collection: Mapping[str, Any] | None = None) -> dict[str, Any]:
+        """Everything a collection job needs; without ``collection`` (the rule's identity param,
+        :func:`~thinkprobe.generate.collect.batch_digest`) only what decides its units, not the job's
+        loop-detection and chunking settings."""
         job = self.jobs[(model, qset)]
         by_id = {safe_id(q.id): q for q in self.questions[qset]}
         units = []
@@ -97,25 +103,92 @@ class CollectionPlan:
                 key = UnitKey(model, qset, qid, run)
                 units.append({"unit": key.as_dict(), "question": question_dict(by_id[qid]),
                               "seed": unit_seed(job["seed"], key)})
-        return {
-            "model": self.models[model],
-            "prompt_variant": job["prompt_variant"],
-            "sampling": job["sampling"],
-            "seed": job["seed"],
-            "loop_detection": dict(collection["loop_detection"]),
-            "chunk_prompts": collection["chunk_prompts"],
-            "units": units,
-        }
+        out = {"model": self.models[model], "prompt_variant": job["prompt_variant"], "sampling": job["sampling"],
+               "seed": job["seed"], "units": units}
+        if collection is not None:
+            out.update(loop_detection=dict(collection["loop_detection"]), chunk_prompts=collection["chunk_prompts"])
+        return out
+
+
+    def manifest(self, batch: tuple[str, str, str]) -> str:
+        """The manifest of a collection job (model, question set, batch): its Snakemake output."""
+        return f"{COLLECT}/{batch[0]}/{batch[1]}/{batch[2]}.json"
+
+    def collected_pairs(self, qset: str) -> set[tuple[str, str]]:
+        """The (model, run) pairs collected for a question set: its grid."""
+        return {(m, r) for (m, q), job in self.jobs.items() if q == qset for r in job["run_names"]}
+
+
+class CollectedTraces:
+    """Which collected units have their trace file already, found by one scan of ``results/traces`` per model x
+    question set (not a file test per job), and the inputs a rule reading collected traces waits for.
+
+    A collected unit's trace file is written by its collection job (:mod:`thinkprobe.tracefiles`), so a rule
+    that reads it takes the job's manifest as input. Once every unit the rule reads from that batch has its
+    trace file, the manifest is marked *done* (the workflow wraps it in ``ancient``): a rerun of the collection
+    job (a run or a question added to the batch, an edit of the collection code) then reruns no analysis of the
+    units it already wrote.
+    """
+
+    def __init__(self, plan: CollectionPlan, root: str | Path = "."):
+        self.plan = plan
+        self.root = Path(root)
+        self._written: set[UnitKey] | None = None
+
+    @property
+    def written(self) -> set[UnitKey]:
+        if self._written is None:
+            found: set[UnitKey] = set()
+            for model, qset in self.plan.jobs:
+                folder = self.root / TRACES / model / qset
+                try:
+                    qdirs = [d for d in os.scandir(folder) if d.is_dir()]
+                except OSError:
+                    continue
+                for d in qdirs:
+                    for f in os.scandir(d.path):
+                        if f.name.endswith(".json"):
+                            found.add(UnitKey(model, qset, d.name, f.name[:-5]))
+            self._written = found
+        return self._written
+
+    def inputs(self, keys) -> list[tuple[str, bool]]:
+        """``(manifest, done)`` for the collection batches of ``keys`` (units not collected are skipped): done when
+        every one of ``keys`` in that batch has its trace file."""
+        out: dict[str, bool] = {}
+        written = self.written
+        for key in keys:
+            batch = self.plan.units.get(key)
+            if batch is None:
+                continue
+            path = self.plan.manifest(batch)
+            out[path] = out.get(path, True) and key in written
+        return list(out.items())
+
+    def unwritten(self) -> dict[str, list[str]]:
+        """Finished collection jobs (their manifest exists) with units whose trace file is missing (deleted by
+        hand): manifest -> the missing trace files. Snakemake does not rerun a job whose output exists; the
+        workflow names them and the command that rewrites them (from the store, generating nothing)."""
+        written = self.written
+        finished = {b for b in self.plan.batches if (self.root / self.plan.manifest(b)).exists()}
+        out: dict[str, list[str]] = {}
+        for key, batch in self.plan.units.items():
+            if batch in finished and key not in written:
+                out.setdefault(self.plan.manifest(batch), []).append(trace_file(key.path))
+        return out
 
 
 def plan_collection(config: Mapping[str, Any], base: str | Path = ".") -> CollectionPlan:
-    """The collection jobs and units a (validated) config asks for; raises :class:`CollectionConfigError`."""
+    """The collection jobs and units a validated config asks for (its defaults filled in: runs, seed,
+    batch_questions, sampling); raises :class:`CollectionConfigError`."""
     plan = CollectionPlan()
     collection = config.get("collection") or {}
     entries = collection.get("jobs") or []
+    if not entries:
+        return plan
     models_cfg = config.get("models") or {}
     qsets_cfg = config.get("question_sets") or {}
-    size = int(collection.get("batch_questions", 10))
+    size = int(collection["batch_questions"])
     for entry in entries:
         model, qset = str(entry["model"]), str(entry["question_set"])
         if model not in models_cfg:
@@ -145,12 +218,12 @@ def plan_collection(config: Mapping[str, Any], base: str | Path = ".") -> Collec
                 raise CollectionConfigError(f"question set {qset!r} selects no question")
         mcfg = model_settings(model, models_cfg[model])
         plan.models[model] = mcfg
-        runs = int(entry.get("runs", collection.get("runs", 3)))
+        runs = int(entry.get("runs", collection["runs"]))
         plan.jobs[(model, qset)] = {
             "run_names": [str(r) for r in range(1, runs + 1)],
-            "seed": int(entry.get("seed", collection.get("seed", 0))),
-            "sampling": {**collection.get("sampling", {}), **(mcfg.get("sampling") or {}),
-                         **(entry.get("sampling") or {})},
+            "seed": int(entry.get("seed", collection["seed"])),
+            "sampling": {**COLLECTION_SAMPLING_DEFAULTS, **(collection.get("sampling") or {}),
+                         **(mcfg.get("sampling") or {}), **(entry.get("sampling") or {})},
             "prompt_variant": str(entry.get("prompt_variant") or mcfg.get("prompt_variant") or "native"),
         }
         if plan.jobs[(model, qset)]["prompt_variant"] not in PROMPT_VARIANTS:

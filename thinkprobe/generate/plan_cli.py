@@ -31,6 +31,7 @@ def run(args: argparse.Namespace) -> int:
     from .budget import PlanError, plan_study, study_config
     from .study_checks import check_study
 
+    from .cluster import slurm_problems
     from .datasets import prepare_study
 
     config = study_config(args.configfile, args.directory)
@@ -38,14 +39,19 @@ def run(args: argparse.Namespace) -> int:
     if too_large:
         raise PlanError("the study is too large to plan:\n  - " + "\n  - ".join(too_large))
     problems, pending = prepare_study(config, args.configfile, args.directory)  # datasets: fetched, lock kept
-    problems += list(pending.values()) + check_study(config, args.directory)
+    problems += list(pending.values()) + check_study(config, args.directory) + slurm_problems(config)
     if problems:
         raise PlanError("the study cannot run as configured:\n  - " + "\n  - ".join(problems))
     plan = plan_study(config, args.directory)
     if args.markdown:
         print(plan.markdown())
     elif args.json:
-        print(json.dumps({"rows": plan.table(), "sources": plan.sources}, indent=1))
+        print(json.dumps({"rows": plan.table(), "jobs": [j.as_dict() for j in plan.jobs], "sources": plan.sources},
+                         indent=1))
     else:
         print(plan.format())
+    over = plan.over_cap()
+    if over:  # the table flags them; the workflow refuses to plan them
+        raise PlanError(f"{len(over)} job(s) would ask for more than resources.max_runtime: split their batches "
+                        f"(see the table)\n  - " + "\n  - ".join(over[:5]))
     return 0

@@ -9,10 +9,13 @@ checked by ``fetch_model`` instead (:mod:`thinkprobe.generate.hub`), which runs 
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 from typing import Any, Mapping
 
 from .budget import generation_models, local_folder
+from .defaults import VLLM_ENGINE_DEFAULTS
+from .jobres import weights_gb
 from .plan import CollectionPlan, gpus, model_settings, plan_collection
 
 
@@ -20,19 +23,21 @@ def check_study(config: Mapping[str, Any], base: str | Path = ".", collect: Coll
     """Problems that would stop a GPU job, found before any starts; each names its config key.
 
     A model with both ``path`` and ``hub_id``; ``hub_id`` on an ``openai`` backend; ``tensor_parallel_size``
-    above ``resources.gpus_per_node``; a model on this machine whose tokenizer has no chat template; a
-    ``max_model_len`` (the engine's, else the model's own context length when its config is on this machine)
-    that cannot hold the longest prompt plus ``max_tokens`` of a collection job, or a realized trace plus a
-    continuation of the trajectories. ``collect``: the collection plan when the caller has built it already
-    (the workflow's parse), else it is planned here.
+    above ``resources.gpus_per_node``; weights that do not fit a node's GPUs (``gpus_per_node`` x
+    ``resources.gpu_mem_gb``) or the model's own ``tensor_parallel_size`` GPUs; a model on this machine whose
+    tokenizer has no chat template; a ``max_model_len`` (the engine's, else the model's own context length when
+    its config is on this machine) that cannot hold the longest prompt plus ``max_tokens`` of a collection job,
+    or a realized trace plus a continuation of the trajectories (``trajectories.sampling.max_tokens`` null:
+    the continuation takes the room left in the context, which must hold at least an answer). ``collect``: the
+    collection plan when the caller has built it already (the workflow's parse), else it is planned here.
     """
     from .hub import context_length, has_chat_template
 
     problems: list[str] = []
     models_cfg = config.get("models") or {}
-    res = config.get("resources") or {}
-    per_node = int(res.get("gpus_per_node", 8))
-    cache = res.get("model_cache") or None
+    res = config["resources"]
+    per_node, gpu_mem = int(res["gpus_per_node"]), float(res["gpu_mem_gb"])
+    cache = res["model_cache"] or None
     for name, raw in models_cfg.items():
         m = model_settings(name, raw or {})
         if m.get("hub_id") and m.get("path"):
@@ -48,11 +53,13 @@ def check_study(config: Mapping[str, Any], base: str | Path = ".", collect: Coll
             collect = plan_collection(config, base)
         except ValueError as exc:
             return problems + [str(exc)]
+    traj = config["trajectories"]
     for name in sorted(generation_models(config, collect)):
         m = model_settings(name, models_cfg.get(name) or {})
         if m.get("backend") != "vllm":
             continue
         folder = local_folder(m, cache)
+        problems += _memory_problems(name, m, folder, per_node, gpu_mem)
         if folder is not None and not has_chat_template(folder):
             problems.append(f"models.{name}: the tokenizer in {folder} has no chat template (thinkprobe applies "
                             "the model's chat template to every prompt)")
@@ -65,21 +72,71 @@ def check_study(config: Mapping[str, Any], base: str | Path = ".", collect: Coll
             if model != name:
                 continue
             longest = max((len(q.text) for q in collect.questions[qset]), default=0) // 3 + 64
-            cap = int(job["sampling"].get("max_tokens", 8192))
+            cap = int(job["sampling"]["max_tokens"])
             if longest + cap > window:
                 problems.append(f"collection {name} x {qset}: a prompt of up to ~{longest} tokens plus max_tokens "
                                 f"{cap} (collection.sampling.max_tokens) does not fit {key}")
-        traj = config.get("trajectories") or {}
-        if name in (traj.get("models") or []):
-            s = traj.get("sampling") or {}
-            new = int((traj.get("forced") or {}).get("max_tokens", 16)) if traj.get("estimator") == "forced" \
-                else int(s.get("max_tokens", 512))
-            for qset in traj.get("question_sets") or []:
-                job = collect.jobs.get((name, qset))
-                trace = int(job["sampling"].get("max_tokens", 8192)) if job else 0
-                limit = int(traj.get("max_reasoning_tokens") or 0)
-                trace = min(trace, limit) if limit else trace
-                if trace and trace + new > window:
-                    problems.append(f"trajectories {name} x {qset}: a realized trace of up to {trace} tokens plus a "
-                                    f"continuation of {new} (trajectories.sampling.max_tokens) does not fit {key}")
+        if name in traj["models"]:
+            problems += _continuation_problems(name, config, collect, window, key)
     return problems
+
+
+def _memory_problems(name: str, m: Mapping[str, Any], folder, per_node: int, gpu_mem: float) -> list[str]:
+    """Weights that no node can hold, or that the model's tensor_parallel_size GPUs cannot."""
+    if m.get("device") == "cpu":
+        return []
+    cached = sum(p.stat().st_size for p in folder.glob("*.safetensors")) if folder is not None else 0
+    weights = weights_gb(m, cached or None)
+    if weights is None:
+        return []
+    source = (f"models.{name}.weights_gb" if m.get("weights_gb") else "its cached weights" if cached
+              else f"models.{name}.params_b x 2 bytes")
+    if weights > per_node * gpu_mem:
+        return [f"models.{name}: weights of {weights:,.0f} GB ({source}) do not fit the {per_node} x {gpu_mem:g} GB "
+                "GPUs of a node (resources.gpus_per_node, resources.gpu_mem_gb)"]
+    tp = gpus(m)
+    usable = tp * gpu_mem * float((m.get("engine") or {}).get("gpu_memory_utilization")
+                                  or VLLM_ENGINE_DEFAULTS["gpu_memory_utilization"])
+    if weights > usable:
+        need = math.ceil(weights / (usable / tp))
+        return [f"models.{name}: weights of {weights:,.0f} GB ({source}) do not fit its {tp} GPU(s) of "
+                f"{gpu_mem:g} GB (models.{name}.engine.tensor_parallel_size = {tp}; resources.gpu_mem_gb): set "
+                f"tensor_parallel_size to at least {need}"]
+    return []
+
+
+def _continuation_problems(name: str, config: Mapping[str, Any], collect: CollectionPlan, window: int,
+                           key: str) -> list[str]:
+    """A realized trace plus a continuation that does not fit the context, for every decoding sampled."""
+    from ..trajectories.sampling import decoded_sampling, decoding_applies
+
+    traj, answer = config["trajectories"], int(config["planning"]["answer_tokens_prior"])
+    out = []
+    decodings = {"default": None, **(traj.get("decodings") or {})}
+    for qset in traj["question_sets"]:
+        job = collect.jobs.get((name, qset))
+        trace = int(job["sampling"]["max_tokens"]) if job else 0
+        limit = int(traj["max_reasoning_tokens"])
+        trace = min(trace, limit) if limit else trace
+        if not trace:
+            continue
+        for decoding, spec in decodings.items():
+            if decoding != "default" and not decoding_applies(spec, name, qset):
+                continue
+            where = "trajectories.sampling.max_tokens" if decoding == "default" else \
+                f"trajectories.decodings.{decoding}.max_tokens"
+            if traj["estimator"] == "forced":
+                new, where = int(traj["forced"]["max_tokens"]), "trajectories.forced.max_tokens"
+            else:
+                new = decoded_sampling(traj, decoding)["max_tokens"]
+            if new is None:  # the room left in the context: it must hold at least an answer
+                if trace + answer > window:
+                    out.append(f"trajectories {name} x {qset}: a realized trace of up to {trace} tokens leaves less "
+                               f"than an answer's {answer} tokens (planning.answer_tokens_prior) for a continuation "
+                               f"in {key} ({where} null: the room left in the context)")
+            elif trace + int(new) > window:
+                out.append(f"trajectories {name} x {qset}: a realized trace of up to {trace} tokens plus a "
+                           f"continuation of {new} ({where}) does not fit {key}")
+            if traj["estimator"] == "forced":
+                break
+    return out

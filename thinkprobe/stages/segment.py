@@ -21,7 +21,7 @@ from ..params import Params
 from ..pipeline import SegmentedTrace, segment_traces
 from ..timing import JobClock
 from ..traces import Exclusion, Trace
-from .unitfiles import (STATUSES, failure_doc, passthrough, read_unit, save_embeddings, unit_doc, unit_from_file,
+from .unitfiles import (STATUSES, absent_doc, failure_doc, passthrough, read_unit, save_embeddings, unit_doc, unit_from_file,
                         unit_provenance, write_unit_or_exclude)
 
 
@@ -40,7 +40,7 @@ def runtime_minutes(input_mb: float) -> int:
 def _trace_of(doc: dict[str, Any]) -> Trace:
     return Trace(doc["trace_id"], doc["trace"]["text"], source=doc["trace"]["source"],
                  truncated=doc["trace"]["truncated"], offset=doc["trace"]["offset"],
-                 dropped_blocks=doc["trace"].get("dropped_blocks", 0),
+                 dropped_blocks=doc["trace"].get("dropped_blocks") or 0,
                  model=doc["unit"]["model"], question_id=doc["unit"]["question_id"],
                  run=doc["unit"]["run"], domain=doc["ids"].get("domain", ""))
 
@@ -59,10 +59,13 @@ def _segment_each(traces: dict[int, Trace], params: Params, encoder) -> dict[int
         return out
 
 
-def segment_shard(trace_paths: list[str], seg_paths: list[str], emb_paths: list[str], analysis: dict[str, Any],
+def segment_shard(trace_paths: list[str | None], seg_paths: list[str], emb_paths: list[str], analysis: dict[str, Any],
                   clock: JobClock | None = None, extra_provenance: dict[str, Any] | None = None,
                   device: str = "auto", gpu: bool | None = None) -> dict[str, int]:
     """Segment and embed every ``ok`` unit of a shard; other units pass their status through.
+
+    ``trace_paths`` holds each unit's trace file, or None for a unit outside its question set's grid (a collected
+    set's absent unit has no trace file: its segment document says ``absent``).
 
     ``device``/``gpu`` choose where the encoder runs (see :func:`thinkprobe.encoder.load_encoder`); the
     device actually used goes into every unit's provenance.
@@ -70,9 +73,9 @@ def segment_shard(trace_paths: list[str], seg_paths: list[str], emb_paths: list[
     clock = clock or JobClock()
     params = Params.from_dict(analysis)
     docs: list[dict[str, Any] | Exception] = []
-    for p in trace_paths:
-        try:
-            docs.append(read_unit(p, outdate=True))
+    for p, seg_path in zip(trace_paths, seg_paths):
+        try:  # None: a unit outside its question set's grid, which has no trace file (stages.unitfiles.absent_doc)
+            docs.append(absent_doc(unit_from_file(seg_path)) if p is None else read_unit(p, outdate=True))
         except Exception as exc:  # noqa: BLE001
             docs.append(exc)
     traces: dict[int, Trace] = {}
@@ -94,7 +97,8 @@ def segment_shard(trace_paths: list[str], seg_paths: list[str], emb_paths: list[
     counts = {status: 0 for status in STATUSES}
     dim = next((r.embeddings.shape[1] for r in results.values() if isinstance(r, SegmentedTrace)), 0)
     for i, (doc, seg_path, emb_path) in enumerate(zip(docs, seg_paths, emb_paths)):
-        prov = unit_provenance(MODULES, analysis, [trace_paths[i]], **encoder_prov, **(extra_provenance or {}))
+        prov = unit_provenance(MODULES, analysis, [p for p in trace_paths[i:i + 1] if p is not None], **encoder_prov,
+                               **(extra_provenance or {}))
         res = results.get(i)
         emb = np.zeros((0, dim), np.float32)
         if isinstance(doc, Exception) or isinstance(res, Exception):
@@ -110,8 +114,14 @@ def segment_shard(trace_paths: list[str], seg_paths: list[str], emb_paths: list[
             out = unit_doc(doc["unit"], "ok", prov, trace_id=doc["trace_id"], ids=doc["ids"],
                            text=res.trace.text, segmentation=res.to_dict())
             emb = res.embeddings
-        out = write_unit_or_exclude(seg_path, out, "segment")
-        save_embeddings(emb_path, emb if out["status"] == "ok" else np.zeros((0, dim), np.float32))
+        # the embeddings first, the segments file last: Snakemake tracks the segments file alone (a unit's
+        # embeddings are its companion, stages.unitfiles.embeddings_files), so its presence implies both
+        empty = np.zeros((0, dim), np.float32)
+        save_embeddings(emb_path, emb if out["status"] == "ok" else empty)
+        written = write_unit_or_exclude(seg_path, out, "segment")
+        if written["status"] != out["status"]:
+            save_embeddings(emb_path, empty)
+        out = written
         counts[out["status"]] += 1
     clock.mark("write")
     return counts

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import html
+import json
 
 import pandas as pd
 
@@ -53,6 +53,16 @@ def aggregate(metric_paths: list[str], problems: list[dict[str, str]], out_metri
     write_table(out_metrics, pd.DataFrame(rows, columns=ID_COLUMNS + list(METRIC_NAMES)), prov)
     write_table(out_exclusions, pd.DataFrame(excluded, columns=EXCLUSION_COLUMNS), prov)
     return len(rows), len(excluded)
+
+
+def batch_units(manifests) -> list[str]:
+    """The metrics files the batch manifests list, in their order (the study's unit order: question set, question,
+    model, run): the ``aggregate`` rule's input is the manifests, one per batch, not one file per unit."""
+    files: list[str] = []
+    for path in manifests:
+        with open(path, encoding="utf-8") as fh:
+            files.extend(u["file"] for u in json.load(fh)["units"])
+    return files
 
 
 def batch_manifest(metric_paths: list[str], out_path: str) -> dict[str, int]:
@@ -106,8 +116,8 @@ def html_table(table_path: str, out_path: str, title: str, max_rows: int = 5000,
     from ..view.tables import table_page
 
     df = pd.read_parquet(table_path)
-    note = (f"table file <code>{html.escape(table_path)}</code> sha256 <code>{sha256_file(table_path)}</code>")
-    atomic_write_text(out_path, table_page(df, title, read_table_metadata(table_path), links, max_rows, note))
+    atomic_write_text(out_path, table_page(df, title, read_table_metadata(table_path), links, max_rows,
+                                           source=(table_path, sha256_file(table_path))))
 
 
 AGGREGATE_MODULES = stage_modules(__name__.removeprefix("thinkprobe."), "aggregate")

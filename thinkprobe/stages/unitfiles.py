@@ -46,10 +46,36 @@ def unit_doc(unit: dict[str, str], status: str, prov: dict[str, Any], reason: st
     return {"unit": unit, "status": status, "reason": reason, "stage": stage, **payload, "provenance": prov}
 
 
+def absent_doc(unit: dict[str, str], reason: str | None = None) -> dict[str, Any]:
+    """The document of a unit outside its question set's grid (no collection job for this model, run and
+    question set): the trace stage's view of it, without a file of its own."""
+    from .. import __version__
+
+    unit = dict(unit)
+    return unit_doc(unit, "absent", {"thinkprobe_version": __version__},
+                    reason or "absent: no collection job for this model, run and question set", "collect",
+                    trace_id=None, ids={**unit, "domain": ""})
+
+
 def passthrough(upstream: dict[str, Any], prov: dict[str, Any]) -> dict[str, Any]:
     """The document for a unit that an earlier stage already excluded (or that has no trace)."""
     return unit_doc(upstream["unit"], upstream["status"], prov, upstream.get("reason"), upstream.get("stage"),
                     trace_id=upstream.get("trace_id"), ids=upstream.get("ids", {}))
+
+
+def embeddings_files(unit_files: list[str]) -> list[str]:
+    """The embeddings file of each unit of a later stage's files (``results/<stage>/<m>/<s>/<q>/<r>.json`` ->
+    ``results/embeddings/<m>/<s>/<q>/<r>.npz``). The segment job writes a unit's embeddings just before its
+    segments file, which the workflow tracks alone: one Snakemake file per unit and stage fewer to plan.
+
+    >>> embeddings_files(["results/graphs/m/s/q/1.json"])
+    ['results/embeddings/m/s/q/1.npz']
+    """
+    out = []
+    for f in unit_files:
+        p = Path(f)
+        out.append(str(p.parents[4] / "embeddings" / Path(*p.parts[-4:]).with_suffix(".npz")))
+    return out
 
 
 def unit_from_file(path: str | Path) -> dict[str, str]:

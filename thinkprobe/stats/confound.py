@@ -75,7 +75,7 @@ def length_excluded_effects(metrics: pd.DataFrame, groupings: Sequence[str] = ("
                    "delta": e_red - e_full, "relative_change": rel, "p_full": a["p"] if a else float("nan"),
                    "p_excluded": b["p"] if b else float("nan"), "n": a["n"] if a else 0}
             if b_perm > 0 and dim in reduced:
-                null = null_columns(reduced, dim, grouping, b_perm, int(permutation.get("seed", 42)),
+                null = null_columns(reduced, dim, grouping, b_perm, int(permutation["seed"]),
                                     (permutation.get("units") or {}).get(grouping, "traces"))
                 row.update(epsilon2_null_mean_excluded=null["epsilon2_null_mean"],
                            epsilon2_excluded_corrected=null["epsilon2_corrected"])

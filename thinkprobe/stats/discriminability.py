@@ -111,7 +111,7 @@ def kruskal_table(table: pd.DataFrame, targets: Sequence[str], groupings: Sequen
                 row.update(friedman(table[target], table[grouping], prompts))
             if b > 0:
                 scheme = (permutation.get("units") or {}).get(grouping, "traces")
-                row.update(null_columns(table, target, grouping, b, int(permutation.get("seed", 42)), scheme))
+                row.update(null_columns(table, target, grouping, b, int(permutation["seed"]), scheme))
             rows.append(row)
     nulls = NULL_COLUMNS + ["p_perm_holm"] if b > 0 else []
     out = pd.DataFrame(rows, columns=KRUSKAL_COLUMNS + BLOCKED_COLUMNS + nulls)

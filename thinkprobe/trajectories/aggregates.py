@@ -2,8 +2,7 @@
 
 Pure functions over records and pandas tables; the rule scripts write them as Parquet under
 ``results/trajectories/`` and ``results/tables/``. The paper describes its aggregations in words only; our
-readings, stated per function, are collected in the README ("Answer-distribution trajectories:
-definitions").
+readings, stated per function, are collected in docs/trajectories.md ("Definitions").
 
 Undefined metric values (None, stored as NaN) are left out of every mean and variance, as the paper does.
 """

@@ -127,7 +127,7 @@ def _run(args: argparse.Namespace) -> int:
             if gen.error:
                 raise ValueError(f"could not sample the realized trace: {gen.error}")
             completion, text = list(gen.completions[0].token_ids), gen.completions[0].text
-        trace = RealizedTrace(engine.model, "cli", str(rec.get("question_id", "record")), str(rec.get("run", 1)),
+        trace = RealizedTrace(engine.model, "cli", str(rec.get("question_id", "record")), str(rec.get("run") or 1),
                               tuple(prompt), tuple(completion), text, engine_tokenizer_id(engine), task,
                               None if rec.get("gold") is None else str(rec["gold"]))
         store = args.store or tempfile.mkdtemp(prefix="thinkprobe-trajectory-")

@@ -2,8 +2,7 @@
 
 A trajectory is a sequence of states p_0, ..., p_K (one per checkpoint, p_0 = the empty prefix, p_K =
 the full reasoning; K here counts checkpoints, not tokens). The paper names the metrics without formulas;
-the definitions below are ours and are listed in the README ("Answer-distribution trajectories:
-definitions").
+the definitions below are ours and are listed in docs/trajectories.md ("Definitions").
 
 Exploration
     H_t = -sum_a p_t(a) ln p_t(a) (nats; null is a category). S_eff,t = exp(H_t), the Hill number of

@@ -51,6 +51,7 @@ from ..answers import DEFAULT_STOP
 from .checkpoints import (Checkpoint, RealizedTrace, Reasoning, TraceError, check_tokenizer, checkpoints,
                           engine_tokenizer_id, find_reasoning, think_close_id)
 from .checkpoints import _CLOSE as THINK_CLOSE
+from ..generate.defaults import FORCED_DEFAULTS, TRAJECTORY_DEFAULTS, TRAJECTORY_SAMPLING_DEFAULTS
 from ..generate.faults import is_transient, transient_failures
 from .forced import DEFAULT_ANSWER_CUES, forced_suffix_ids
 from .labelling import continuation_label, endpoint_label, label_document  # noqa: F401 - re-exported
@@ -126,8 +127,9 @@ class SamplingConfig:
     """Everything in the sampling settings that decides which continuations are sampled (the store is keyed
     by its hash, with the model, engine settings and code: :func:`store_digest`).
 
-    The defaults here are THE defaults of trajectory sampling: ``config/schema.yaml`` states the same values
-    for the workflow (a test keeps them equal) and the ``thinkprobe trajectory`` options read them from here.
+    The defaults are THE defaults of trajectory sampling, read from their one home
+    (:mod:`thinkprobe.generate.defaults`), which ``config/schema.yaml`` reads too; the ``thinkprobe trajectory``
+    options read them from here.
     ``max_tokens`` None (the default) lets every continuation run to its end or to the end of the context
     (the room the prefix leaves in ``max_model_len``): real reasoning models need thousands of tokens to
     reach their answer, and a budget cut labels the continuation null. ``stop`` maps a prompt style (the
@@ -135,16 +137,16 @@ class SamplingConfig:
     condition (``default``, or one of ``trajectories.decodings``) that the records carry.
     """
 
-    n: int = 16
-    stride: int = 16
-    temperature: float = 0.6
-    top_p: float = 0.95
-    max_tokens: int | None = None
-    seed: int | None = 0
-    estimator: str = "full"
-    forced_max_tokens: int = 16
+    n: int = TRAJECTORY_DEFAULTS["n"]
+    stride: int = TRAJECTORY_DEFAULTS["stride"]
+    temperature: float = TRAJECTORY_SAMPLING_DEFAULTS["temperature"]
+    top_p: float = TRAJECTORY_SAMPLING_DEFAULTS["top_p"]
+    max_tokens: int | None = TRAJECTORY_SAMPLING_DEFAULTS["max_tokens"]
+    seed: int | None = TRAJECTORY_SAMPLING_DEFAULTS["seed"]
+    estimator: str = TRAJECTORY_DEFAULTS["estimator"]
+    forced_max_tokens: int = FORCED_DEFAULTS["max_tokens"]
     answer_cues: Mapping[str, str] = field(default_factory=lambda: dict(DEFAULT_ANSWER_CUES))
-    max_reasoning_tokens: int = 0
+    max_reasoning_tokens: int = TRAJECTORY_DEFAULTS["max_reasoning_tokens"]
     stopping: StoppingRule | None = None
     stop: Mapping[str, tuple[str, ...]] = field(default_factory=lambda: dict(DEFAULT_STOP))
     decoding: str = "default"
@@ -464,7 +466,7 @@ def continuation_document(plan: TracePlan, entries: Mapping[tuple[str, int], Map
         rows.append({**row, "status": e["status"], "reason": e.get("reason"), "n": len(comps),
                      "max_tokens": e.get("max_tokens"),
                      "cached_tokens": e.get("cached_tokens"), "computed_prefill": e.get("computed_prefill"),
-                     "calls": e.get("calls", 1), "seeds": e.get("seeds"),
+                     "calls": e.get("calls") or 1, "seeds": e.get("seeds"),
                      "sampled_tokens": sum(c.get("n_tokens") or 0 for c in comps), "continuations": comps})
         totals["sampled_tokens"] += rows[-1]["sampled_tokens"]
         totals["prompt_tokens"] += len(prompt)

@@ -22,9 +22,10 @@ from typing import Any, Callable, Mapping, Sequence
 from .. import integrity, protect
 from ..codedeps import stage_modules
 from ..outputs import provenance, write_json, write_table
-from ..traces import run_name
+from ..generate.defaults import MODEL_RESOURCE_KEYS, TRAJECTORY_DEFAULTS
 from ..stages.unitfiles import read_unit
-from ..units import unit_path
+from ..traces import run_name, safe_id
+from ..units import UnitKey, unit_path
 from .checkpoints import RealizedTrace, TraceError, realized_from_unit
 from .labelling import label_document
 from .sampling import MODULES as SAMPLING_MODULES
@@ -59,7 +60,8 @@ class TrajectoryPlan:
     """The trajectory jobs of a config: models x question sets x batches of questions, and their files.
 
     Question sets are loaded once (for their ids, tasks and gold answers); sampling jobs are cut into
-    batches of ``batch_questions`` questions in file order, so adding questions at the end of a set only
+    batches of ``batch_questions`` questions (``batch_questions_by_model`` for a model whose jobs would
+    otherwise run past ``resources.max_runtime``) in file order, so adding questions at the end of a set only
     adds batches.
     """
 
@@ -82,8 +84,13 @@ class TrajectoryPlan:
                 raise PlanError(f"trajectories.question_sets: {qset!r}: {exc}") from exc
             if self.traj["questions_limit"]:
                 qs = qs[: self.traj["questions_limit"]]
-            self.questions[qset] = {q.id: {"task": q.task, "gold": q.gold} for q in qs}
-        size = self.traj["batch_questions"]
+            # keyed by the id as it appears in file names (safe_id), as the collected units are
+            self.questions[qset] = {safe_id(q.id): {"task": q.task, "gold": q.gold} for q in qs}
+        sizes = {m: int((self.traj.get("batch_questions_by_model") or {}).get(m) or self.traj["batch_questions"])
+                 for m in self.models}
+        unknown = sorted(set(self.traj.get("batch_questions_by_model") or {}) - set(self.models))
+        if unknown:
+            raise PlanError(f"trajectories.batch_questions_by_model: {unknown} not in trajectories.models")
         specs = self.traj.get("decodings") or {}
         for name, spec in specs.items():
             for key, known in (("models", self.models), ("question_sets", self.traj["question_sets"])):
@@ -91,14 +98,23 @@ class TrajectoryPlan:
                 if unknown:
                     raise PlanError(f"trajectories.decodings.{name}.{key}: {unknown} not in trajectories.{key}")
         self.decodings = ["default", *sorted(specs)]
-        self.batches = {(m, qset, batch_id(k // size, d)): list(qids)[k:k + size]
+        self.batches = {(m, qset, batch_id(k // sizes[m], d)): list(qids)[k:k + sizes[m]]
                         for m in self.models for qset, qids in self.questions.items()
                         for d in self.decodings if d == "default" or decoding_applies(specs[d], m, qset)
-                        for k in range(0, len(qids), size)}
+                        for k in range(0, len(qids), sizes[m])}
 
     def trace_files(self, model: str, qset: str, batch: str) -> list[str]:
         return [f"results/traces/{model}/{qset}/{q}/{r}.json"
                 for q in self.batches[(model, qset, batch)] for r in self.runs]
+
+    def units(self, model: str, qset: str, batch: str) -> list[UnitKey]:
+        """The units (realized traces) a batch samples: its questions x runs."""
+        return [UnitKey(model, qset, q, r) for q in self.batches[(model, qset, batch)] for r in self.runs]
+
+    def engine_model(self, model: str) -> dict[str, Any]:
+        """The model's entry as the sampling job's parameter: without its resources and planning figures
+        (:data:`~thinkprobe.generate.defaults.MODEL_RESOURCE_KEYS`), so that changing them reruns nothing."""
+        return {k: v for k, v in self.models[model].items() if k not in MODEL_RESOURCE_KEYS}
 
     def batch_questions(self, model: str, qset: str, batch: str) -> dict[str, dict[str, Any]]:
         return {q: self.questions[qset][q] for q in self.batches[(model, qset, batch)]}
@@ -110,7 +126,7 @@ class TrajectoryPlan:
         """The sampling settings of a batch: its decoding's parameters overlaid on ``sampling``."""
         decoding = decoding_of(batch) if batch else "default"
         out = {k: self.traj[k] for k in ("n", "stride", "estimator", "sampling", "forced", "stopping",
-                                         "max_reasoning_tokens", "prefixes_per_call", "stop") if k in self.traj}
+                                         "max_reasoning_tokens", "stop") if k in self.traj}
         if decoding != "default":
             out["sampling"] = decoded_sampling(self.traj, decoding)
             out["decoding"] = decoding
@@ -196,7 +212,8 @@ def read_batch(path: str | Path) -> dict[str, Any]:
 
 def sample_batch(trace_paths: Sequence[str], out_path: str, model_cfg: Mapping[str, Any],
                  traj: Mapping[str, Any], questions: Mapping[str, Mapping[str, Any]], store: str,
-                 log: Callable[[str], None] = print) -> dict[str, Any]:
+                 log: Callable[[str], None] = print,
+                 prefixes_per_call: int = TRAJECTORY_DEFAULTS["prefixes_per_call"]) -> dict[str, Any]:
     """Sample every trace of a batch; ``questions`` maps question_id -> {task, gold}.
 
     A trace whose sampling already finished (its document in the store's :class:`FinishedDocuments`, under
@@ -246,8 +263,8 @@ def sample_batch(trace_paths: Sequence[str], out_path: str, model_cfg: Mapping[s
                     docs[i] = _excluded(units[i], q, str(exc), cfg)
                     finished.put(units[i], keys[i], docs[i])  # decided by the model's tokenizer
             if traces:
-                out, stats = sample_traces(engine, [t for _, t in traces], cfg, store,
-                                           int(traj.get("prefixes_per_call", 64)), log, identity=ident)
+                out, stats = sample_traces(engine, [t for _, t in traces], cfg, store, int(prefixes_per_call), log,
+                                           identity=ident)
                 for (i, _), d in zip(traces, out):
                     docs[i] = d
                     finished.put(units[i], keys[i], d)

@@ -6,6 +6,8 @@
 * :mod:`.tables` writes the report's sortable, filterable table pages; :mod:`.summary` the per-model pages;
 * :mod:`.display` shows ids and texts the pages did not write: escaped, bidirectional controls made visible,
   each value isolated in ``<bdi>``;
+* :mod:`.templating` loads the pages' jinja2 templates (``templates/``, autoescaping on) and their style
+  sheets and scripts (``assets/``);
 * :mod:`.workflow` is what the workflow's ``trace_pages`` rule does; :mod:`.cli` is ``thinkprobe show``.
 
 Nothing is imported here, so that a stage using one of these modules hashes only the code it uses.

@@ -12,21 +12,22 @@ Sections, top to bottom:
 * the 19 metrics with their z-scores against the reference (:mod:`thinkprobe.view.reference`) and the
   trace's 5D-CP radar (paper eq. 1: the mean z-score of each dimension's metrics);
 * the provenance in a footer (thinkprobe version, code hash, parameters, inputs with their sha256).
+
+This module gathers what each section shows; the markup is the template ``trace_page.html.j2``
+(:mod:`thinkprobe.view.templating`), which escapes every value it writes.
 """
 
 from __future__ import annotations
 
 import json
-from html import escape
-from importlib import resources
 from typing import Any, Mapping, Sequence
 
 from ..graph import FAMILY_OF, NODE_TYPES
 from ..vocabulary import METRIC_NAMES
-from .display import CONTROL_STYLE, plain, shown
 from .reference import zscore
 from .sources import PageData
 from .svg import distribution_chart, radar
+from .templating import render
 
 # Okabe-Ito colours, one per node type; exploration warm, exploitation blue, metacognition red/purple,
 # integration green/black. The text colour of a badge keeps contrast on light fills.
@@ -39,10 +40,6 @@ ARC_NAMES = {"BRCH": "branch", "BACK": "backtrack (revises an earlier unit)", "S
              "CRIT": "critique"}
 ARC_COLOURS = {"BRCH": "#0072B2", "BACK": "#D55E00", "SYNT": "#009E73", "CRIT": "#CC79A7"}
 _DARK_TEXT = {"RFR", "HYP", "SPC"}
-
-
-def _asset(name: str) -> str:
-    return resources.files(__package__).joinpath("assets", name).read_text(encoding="utf-8")
 
 
 def typed_arcs(graph: Mapping[str, Any] | None) -> list[tuple[int, int, str]]:
@@ -62,16 +59,10 @@ def profile_scores(z: Mapping[str, float | None], dimensions: Mapping[str, Seque
     return out
 
 
-def _fmt(x: Any, digits: int = 3) -> str:
-    if x is None:
-        return "n/a"
-    if isinstance(x, float):
-        return f"{x:.{digits}g}" if abs(x) < 1000 else f"{x:,.0f}"
-    return shown(x) if isinstance(x, str) else escape(str(x))
-
-
-def _unit_blocks(graph: Mapping[str, Any], traj: Mapping[str, Any] | None) -> str:
-    """One ``div.tu`` per node; checkpoint markers inserted in the unit holding their character offset."""
+def _units(graph: Mapping[str, Any], traj: Mapping[str, Any] | None) -> list[dict[str, Any]]:
+    """One entry per node: its look, its tip, and its text cut at the checkpoint markers it holds (each
+    marker in the unit holding its character offset). ``pieces`` alternate text and markers and end with a
+    text (possibly empty)."""
     nodes = sorted(graph["nodes"], key=lambda n: n["id"])
     marks: dict[int, list[tuple[int, dict[str, Any]]]] = {}
     if traj:
@@ -91,111 +82,76 @@ def _unit_blocks(graph: Mapping[str, Any], traj: Mapping[str, Any] | None) -> st
                f"{n.get('boundary', '?')} \u00b7 segment {n.get('segment', '?')} \u00b7 {n.get('n_tokens', '?')} tokens")
         text, pieces, last = n["text"], [], 0
         for pos, cp in sorted(marks.get(int(n["id"]), []), key=lambda m: m[0]):
-            pieces.append(shown(text[last:pos]) if pos > last else "")
+            if pos > last:
+                pieces.append({"text": text[last:pos]})
             flag = cp["flag"]
             ftip = f"; interval with {' '.join(flag['markers'])}" if flag else ""
-            pieces.append(f'<span class="cp{" flag" if flag else ""}" data-cp="{cp["index"]}" '
-                          f'data-tip="checkpoint {cp["index"]}: {cp["prefix_tokens"]} tokens read{ftip}">'
-                          f'{cp["index"]}</span>')
+            pieces.append({"checkpoint": cp["index"], "flag": bool(flag),
+                           "tip": f"checkpoint {cp['index']}: {cp['prefix_tokens']} tokens read{ftip}"})
             last = pos
-        pieces.append(shown(text[last:]))
-        colour = TYPE_COLOURS.get(t, "#999")
-        fg = "#000" if t in _DARK_TEXT else "#fff"
-        out.append(f'<div class="tu t-{t}" data-i="{n["id"]}" data-type="{t}" data-boundary="{plain(n.get("boundary"))}" '
-                   f'data-tip="{plain(tip)}" style="border-color:{colour};background:{colour}14">'
-                   f'<span class="badge" style="background:{colour};color:{fg}">{t}</span>{"".join(pieces)}</div>')
-    return "".join(out)
+        pieces.append({"text": text[last:]})
+        out.append({"id": n["id"], "type": t, "boundary": n.get("boundary"), "tip": tip, "pieces": pieces,
+                    "colour": TYPE_COLOURS.get(t, "#999"), "fg": "#000" if t in _DARK_TEXT else "#fff"})
+    return out
 
 
-def _legend() -> str:
-    types = "".join(f'<span><span class="sw" style="background:{TYPE_COLOURS[t]}"></span>{t} {TYPE_NAMES[t]}</span>'
-                    for t in NODE_TYPES)
-    arcs = "".join(f'<span><span class="ln" style="border-color:{ARC_COLOURS[a]};border-top-style:'
-                   f'{"dashed" if a in ("BACK", "CRIT") else "solid"}"></span>{a} {ARC_NAMES[a]}</span>'
-                   for a in ARC_TYPES)
-    return f'<div class="legend">{types}</div><div class="legend">{arcs}<span>(SEQ: reading order)</span></div>'
+def _legend() -> dict[str, list[dict[str, str]]]:
+    return {"types": [{"code": t, "name": TYPE_NAMES[t], "colour": TYPE_COLOURS[t]} for t in NODE_TYPES],
+            "arcs": [{"code": a, "name": ARC_NAMES[a], "colour": ARC_COLOURS[a],
+                      "style": "dashed" if a in ("BACK", "CRIT") else "solid"} for a in ARC_TYPES]}
 
 
-def _metrics_section(data: PageData) -> str:
+def _metrics(data: PageData) -> dict[str, Any]:
     ref = (data.reference or {}).get("metrics", {})
     z = {m: zscore(data.metrics.get(m), ref.get(m)) for m in METRIC_NAMES}
     rows = []
     for dim, members in data.dimensions.items():
         for m in members:
             v, r, zm = data.metrics.get(m), ref.get(m), z.get(m)
-            width = 0 if zm is None else min(abs(zm), 3) / 3 * 60
-            bar = f'<span class="bar{" neg" if (zm or 0) < 0 else ""}" style="width:{width:.0f}px"></span>'
-            rows.append(f'<tr><td>{m}</td><td class="l">{dim}</td><td data-v="{"" if v is None else v}">{_fmt(v)}</td>'
-                        f'<td>{_fmt(r and r["mean"])}</td><td>{_fmt(r and r["sd"])}</td>'
-                        f'<td data-v="{"" if zm is None else zm}">{"n/a" if zm is None else f"{zm:+.2f}"}</td>'
-                        f'<td class="l">{bar}</td></tr>')
-    name = shown((data.reference or {}).get("name", "no reference"))
-    n = (data.reference or {}).get("n")
-    table = ('<table class="sortable metrics"><thead><tr><th>metric</th><th>dimension</th><th>value</th>'
-             '<th>ref. mean</th><th>ref. sd</th><th>z</th><th>|z| (to 3)</th></tr></thead><tbody>'
-             + "".join(rows) + "</tbody></table>")
-    scores = profile_scores(z, data.dimensions)
-    return (f'<section id="metrics"><h2>19 metrics and the 5D cognitive profile</h2>'
-            f'<p class="summary">z-scores against {name}{f" ({n} traces)" if n else ""}; click a column to sort.</p>'
-            f'<div class="panels"><div>{table}</div><div>{radar(scores)}</div></div></section>')
+            rows.append({"metric": m, "dimension": dim, "value": v, "mean": r and r["mean"], "sd": r and r["sd"],
+                         "z": zm, "z_text": "n/a" if zm is None else f"{zm:+.2f}", "negative": (zm or 0) < 0,
+                         "bar": f"{0 if zm is None else min(abs(zm), 3) / 3 * 60:.0f}"})
+    return {"rows": rows, "reference": (data.reference or {}).get("name", "no reference"),
+            "n": (data.reference or {}).get("n"), "radar": radar(profile_scores(z, data.dimensions))}
 
 
-def _trajectory_section(traj: Mapping[str, Any]) -> str:
+def _trajectory(traj: Mapping[str, Any]) -> dict[str, Any]:
     if not traj["checkpoints"]:
-        return (f'<section id="trajectory"><h2>Answer-distribution trajectory</h2><p class="status-excluded">'
-                f'no sampled checkpoint: {shown(traj.get("reason"))}</p></section>')
+        return {"reason": traj.get("reason"), "chart": None}
     facts = [("gold", traj.get("gold")), ("final answer", traj.get("endpoint_label")),
              ("correct", traj.get("correct")), ("mechanism", traj.get("mechanism")),
              ("committed to", traj.get("committed_answer")),
              ("t_commit (tokens)", traj.get("t_commit")), ("tau", traj.get("tau")), ("switches", traj.get("switches")),
              ("flagged intervals", sum(bool(iv["markers"]) for iv in traj.get("intervals", [])))]
-    summary = " \u00b7 ".join(f"{k}: <b>{_fmt(v)}</b>" for k, v in facts)
-    return (f'<section id="trajectory"><h2>Answer-distribution trajectory</h2><p class="summary">{summary}</p>'
-            f'{distribution_chart(traj)}</section>')
+    return {"facts": facts, "chart": distribution_chart(traj)}
 
 
-def _provenance(prov: Mapping[str, Any]) -> str:
-    lines = []
+def _provenance(prov: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """One entry per part of the provenance: a block (version, code hash, inputs, parameters) or a value."""
+    parts = []
     for part, block in prov.items():
         if not isinstance(block, Mapping) or not block:
             if block:
-                lines.append(f"<div>{shown(part)}: {shown(block)}</div>")
+                parts.append({"name": part, "value": block})
             continue
-        head = [f"thinkprobe {shown(block.get('thinkprobe_version', '?'))}"]
-        if block.get("source_sha256"):
-            head.append(f"code <code>{shown(str(block['source_sha256'])[:16])}</code>")
-        inputs = "".join(f"<li><code>{shown(p)}</code> sha256 <code>{shown(h)}</code></li>"
-                         for p, h in (block.get("inputs") or {}).items())
-        params = escape(json.dumps(block.get("params", {}), indent=1, sort_keys=True, default=str))
-        lines.append(f"<div><b>{shown(part)}</b>: {', '.join(head)}<ul>{inputs}</ul>"
-                     f"<details><summary>parameters</summary><pre>{params}</pre></details></div>")
-    return "<footer><h2>Provenance</h2>" + "".join(lines or ["<div>none recorded</div>"]) + "</footer>"
+        parts.append({"name": part, "block": True, "version": block.get("thinkprobe_version", "?"),
+                      "code": str(block["source_sha256"])[:16] if block.get("source_sha256") else None,
+                      "inputs": list((block.get("inputs") or {}).items()),
+                      "params": json.dumps(block.get("params", {}), indent=1, sort_keys=True, default=str)})
+    return parts
 
 
 def render_page(data: PageData) -> str:
     """The page of ``data`` as one HTML string (see the module docstring for what it shows)."""
     graph, traj = data.graph, data.trajectory
-    ids = " \u00b7 ".join(f"{k}: {shown(v)}" for k, v in data.ids.items() if v not in (None, ""))
-    status = ("" if data.status == "ok" else
-              f'<p class="status-excluded">{shown(data.status)}: {shown(data.reason)}</p>')
-    n_nodes = len(graph["nodes"]) if graph else 0
     arcs = typed_arcs(graph)
-    stats = f"{n_nodes} thought units, {len(arcs)} typed arcs" if graph else "no Thought Graph"
-    body = [f'<header><h1>{shown(data.title)}</h1><div class="ids">{ids} \u00b7 {stats}</div>{status}{_legend()}'
-            "</header>"]
-    if graph:
-        paths = "".join(f'<path class="arc {t}" data-type="{t}" data-s="{s}" data-t="{d}"/>' for s, d, t in arcs)
-        body.append(f'<section><h2>Reasoning</h2><div class="trace"><svg id="arcs" aria-label="typed edges">{paths}'
-                    f'</svg><div id="units">{_unit_blocks(graph, traj)}</div></div></section>')
-    if traj is not None:
-        body.append(_trajectory_section(traj))
-    if data.metrics:
-        body.append(_metrics_section(data))
-    body.append(_provenance(data.provenance))
-    return ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
-            f"<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\"><title>{plain(data.title)} "
-            f"\u2014 thinkprobe</title><style>{_asset('page.css')}{CONTROL_STYLE}</style></head><body>{''.join(body)}"
-            f"<div id=\"tip\"></div><script>{_asset('page.js')}</script></body></html>\n")
+    return render("trace_page.html.j2", title=data.title,
+                  ids=[(k, v) for k, v in data.ids.items() if v not in (None, "")],
+                  status=data.status, reason=data.reason, legend=_legend(),
+                  stats=f"{len(graph['nodes'])} thought units, {len(arcs)} typed arcs" if graph else "no Thought Graph",
+                  arcs=arcs, units=_units(graph, traj) if graph else None,
+                  trajectory=None if traj is None else _trajectory(traj),
+                  metrics=_metrics(data) if data.metrics else None, provenance=_provenance(data.provenance))
 
 
 def write_page(data: PageData, out: str) -> int:

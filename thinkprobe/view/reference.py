@@ -23,6 +23,7 @@ from typing import Any, Mapping
 from ..vocabulary import METRIC_NAMES
 
 BUNDLED = Path(__file__).with_name("reference.json")
+CODE_DATA = ("view/reference.json",)  # read at run time: part of the code hash of the pages (thinkprobe.codedeps)
 
 
 def reference_from_table(metrics, name: str) -> dict[str, Any]:

@@ -235,9 +235,10 @@ def page_from_trace(path: str | Path, trace_id: str | None = None, params=None, 
 
 
 def page_modules() -> list[str]:
-    """The thinkprobe modules behind a page (derived from the imports, :mod:`thinkprobe.codedeps`)."""
-    from ..codedeps import used_modules
+    """The thinkprobe modules behind a page and the package files they read (its templates, style sheet and
+    script, the bundled reference), derived from the imports (:mod:`thinkprobe.codedeps`)."""
+    from ..codedeps import module_data, used_modules
 
     code = used_modules([("view.sources", "page_from_results"), ("view.sources", "page_from_trace"),
                          ("view.page", "render_page")])
-    return sorted(set(code) | {"view/assets/page.css", "view/assets/page.js", "view/reference.json"})
+    return sorted(set(code) | set(module_data(code)))

@@ -4,18 +4,18 @@ The profile is the model's row of ``results/tables/profiles.parquet`` (the mean 
 §3.5 eq. 1), drawn on the same fixed-scale radar as a trace page; the mechanism shares are those of its
 traces in ``results/trajectories/traces.parquet`` (paper App. B), when the study has trajectories; the
 exclusions are its rows of ``results/tables/exclusions.parquet`` counted by reason (the stage and the
-reason's text before its first colon, so that "missing: ..." units group together).
+reason's text before its first colon, so that "missing: ..." units group together). The markup is the
+template ``model_summary.html.j2`` (:mod:`thinkprobe.view.templating`).
 """
 
 from __future__ import annotations
 
-import html
 from typing import Any, Iterable, Mapping, Sequence
 
 from ..vocabulary import DIMENSIONS
-from .display import CONTROL_STYLE, plain, shown
 from .svg import radar
-from .tables import STYLE, format_number
+from .tables import format_number
+from .templating import render
 
 
 def _names(model: str | Iterable[str]) -> list[str]:
@@ -43,9 +43,10 @@ def mechanism_shares(traces, model: str | Iterable[str]) -> dict[str, float]:
     return {} if mech.empty else {str(k): float(v) for k, v in mech.value_counts(normalize=True).sort_index().items()}
 
 
-def _rows(table) -> str:
-    return "".join("<tr>" + "".join(f"<td>{html.escape(format_number(v)) if isinstance(v, (int, float)) else shown(v)}"
-                                    "</td>" for v in rec) + "</tr>" for rec in table.itertuples(index=False, name=None))
+def _rows(table) -> list[list[tuple[bool, Any]]]:
+    """Each cell as (is a number, what to write): numbers rounded (:func:`format_number`), the rest as is."""
+    return [[(True, format_number(v)) if isinstance(v, (int, float)) else (False, v) for v in rec]
+            for rec in table.itertuples(index=False, name=None)]
 
 
 def model_ids(file_names: Sequence[str], *tables) -> dict[str, str]:
@@ -85,31 +86,17 @@ def model_page(model: str, profiles, exclusions, traces=None, pages: Mapping[str
     file_name = file_name or safe_id(model)
     names = {model, file_name}
     prof = profiles[(profiles["level"] == "model") & (profiles["model"] == model)] if len(profiles) else profiles
-    parts = [f"<h2>Model {shown(model)}</h2>"]
+    profile = None
     if len(prof):
         row = prof.iloc[0]
         scores = {d: (float(row[d]) if d in row and row[d] == row[d] else None) for d in dimensions}
-        parts.append(f"<p>{int(row['n_traces'])} analysed traces. Mean 5D cognitive profile (mean z-score per "
-                     "dimension over the study's traces; rings z = -2 .. +2):</p>" + radar(scores))
-    else:
-        parts.append("<p>No analysed trace: no profile.</p>")
-    shares = mechanism_shares(traces, names)
-    if shares:
-        parts.append("<h3>Trajectory mechanisms</h3><table class='data'><thead><tr><th>mechanism</th><th>share</th>"
-                     "</tr></thead><tbody>" + "".join(f"<tr><td>{shown(k)}</td><td class='n'>{v:.0%}</td></tr>"
-                                                      for k, v in shares.items()) + "</tbody></table>")
+        profile = {"n_traces": int(row["n_traces"]), "radar": radar(scores)}
     reasons = exclusion_reasons(exclusions, names)
-    parts.append(f"<h3>Exclusions ({int(reasons['units'].sum()) if len(reasons) else 0} units)</h3>")
-    parts.append("<p>none</p>" if reasons.empty else
-                 "<table class='data'><thead><tr><th>stage</th><th>reason</th><th>units</th></tr></thead><tbody>"
-                 + _rows(reasons) + "</tbody></table>")
-    mine = {u: href for u, href in (pages or {}).items() if u.split("/")[0] == file_name}
-    if mine:
-        parts.append("<h3>Trace pages</h3><ul>" + "".join(
-            f"<li><a href='{html.escape(href, quote=True)}'>{shown(u)}</a></li>" for u, href in mine.items())
-            + "</ul>")
-    return (f"<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'><title>{plain(model)}</title>"
-            f"<style>{STYLE}{CONTROL_STYLE}</style></head><body>{''.join(parts)}</body></html>\n")
+    return render("model_summary.html.j2", model=model, profile=profile,
+                  mechanisms=[(k, f"{v:.0%}") for k, v in mechanism_shares(traces, names).items()],
+                  excluded=int(reasons["units"].sum()) if len(reasons) else 0,
+                  reasons=[] if reasons.empty else _rows(reasons),
+                  pages=[(u, href) for u, href in (pages or {}).items() if u.split("/")[0] == file_name])
 
 
 def write_model_pages(models: Sequence[str], outputs: Sequence[str], profiles_path: str, exclusions_path: str,

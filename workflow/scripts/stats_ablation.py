@@ -4,7 +4,8 @@ from thinkprobe.stages.joblog import job_log
 
 with job_log(snakemake.log[0]) as log:
     from thinkprobe.stats.stages import ablation_stage
+    from thinkprobe.tracefiles import trace_files
 
-    table = ablation_stage(list(snakemake.input), snakemake.params.analysis, snakemake.params.n,
+    table = ablation_stage(trace_files(snakemake.input), snakemake.params.analysis, snakemake.params.n,
                            snakemake.params.seed, snakemake.output.table, snakemake.output.traces)
     print(f"stats_ablation: {table[['stage', 'n_traces']].to_dict('records')}", file=log)

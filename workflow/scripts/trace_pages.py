@@ -5,6 +5,10 @@ from thinkprobe.stages.joblog import job_log
 with job_log(snakemake.log[0]) as log:
     from thinkprobe.view.workflow import write_pages
 
-    counts = write_pages(snakemake.params.units, list(snakemake.output), "results", snakemake.params.analysis,
+    from thinkprobe.outputs import write_json
+
+    counts = write_pages(snakemake.params.units, list(snakemake.output.pages), "results", snakemake.params.analysis,
                          snakemake.params.tau, log=log)
+    write_json(snakemake.output.index, {"pages": dict(zip(snakemake.params.units, snakemake.output.pages)),
+                                        "counts": counts})
     print(f"trace pages: {counts}", file=log)

@@ -1,0 +1,90 @@
+"""The shipped paper configs as a dry run sees them at full size (or scaled to a number of units), with only their
+question sets' sources replaced by local files, so that planning never needs the network (tests/test_dag_scale.py,
+bench/dag_bench.py).
+
+Everything else is the shipped config: models, collection jobs and batches, trajectories, resources. A question
+set's source becomes the shared corpus's benchmark file when it is here (the paper's own split), else a generated
+file with the same number of questions (GSM8K format: planning does not read the questions' content). The config
+is written whole (question_sets replaced, not merged), so it holds whatever keys the shipped config uses to name
+its data.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import yaml
+
+REPO = Path(__file__).resolve().parents[1]
+CORPUS = Path(os.environ.get("THINKPROBE_CORPUS", REPO.parent / "shared" / "corpus"))
+
+# the trajectories paper's sets: (source, corpus file, extra spec keys, questions in the official split)
+TRAJ_SETS = {
+    "gsm8k": ("gsm8k", "benchmarks/gsm8k/test.jsonl", {}, 1319),
+    "svamp": ("svamp", "benchmarks/svamp/SVAMP.json", {}, 1000),
+    "math": ("math", "benchmarks/math-evaluation-harness/data/math/test.jsonl", {"math_type": "Algebra"}, 1187),
+    "arc": ("arc", "benchmarks/arc-challenge-skywork/data/arc/test.jsonl", {}, 1172),
+}
+FULL_UNITS = {"thinkprobe-paper": 4200, "trajectories-paper": 74848}
+
+
+def _gsm8k_file(path: Path, n: int, tag: str) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "w", encoding="utf-8") as fh:
+        for i in range(n):
+            fh.write(json.dumps({"question": f"{tag} question {i}: what is {i} + {i}?", "answer": f"#### {2 * i}"}) + "\n")
+    return path
+
+
+def _open_file(path: Path, n: int) -> Path:
+    """``n`` open-ended questions: the packaged 200, repeated under new ids (planning reads ids and texts only)."""
+    from thinkprobe.generate.questions import builtin_path
+
+    base = [json.loads(line) for line in builtin_path().read_text(encoding="utf-8").splitlines() if line.strip()]
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "w", encoding="utf-8") as fh:
+        for i in range(n):
+            rec = base[i % len(base)]
+            fh.write(json.dumps({**rec, "id": f"{rec['id']}-r{i // len(base)}"}) + "\n")
+    return path
+
+
+def paper_study(workdir: Path, name: str, units: int | None = None) -> tuple[Path, int]:
+    """A working directory holding ``config/config.yaml`` (the embedded default) and ``study.yaml``: the paper
+    config ``name`` with local question sets, at full size or scaled to about ``units``. Returns the study config's
+    path and its number of units (models x questions x runs, as collected)."""
+    workdir.mkdir(parents=True, exist_ok=True)
+    (workdir / "config").mkdir(exist_ok=True)
+    (workdir / "config" / "config.yaml").write_text((REPO / "config" / "config.yaml").read_text())
+    if not (workdir / "examples").exists():
+        (workdir / "examples").symlink_to(REPO / "examples")
+    cfg = yaml.safe_load((REPO / "config" / f"{name}.yaml").read_text())
+    data = workdir / "data"
+    jobs = cfg["collection"]["jobs"]
+    if name == "trajectories-paper":
+        per_model = {qset: sum(1 for j in jobs if j["question_set"] == qset) for qset in TRAJ_SETS}
+        full = sum(per_model[q] * n for q, (_, _, _, n) in TRAJ_SETS.items())
+        scale = 1.0 if units is None else min(1.0, units / full)
+        sets, total = {}, 0
+        for qset, (source, rel, extra, n) in TRAJ_SETS.items():
+            limit = n if units is None else max(1, round(n * scale))
+            if (CORPUS / rel).exists():
+                sets[qset] = {"source": source, "path": str(CORPUS / rel), **extra}
+            else:
+                sets[qset] = {"source": "gsm8k", "path": str(_gsm8k_file(data / f"{qset}.jsonl", n, qset))}
+            if limit < n:
+                sets[qset]["limit"] = limit
+            total += per_model[qset] * limit
+        cfg["question_sets"] = sets
+    else:  # thinkprobe paper: 7 models x the 200 built-in open questions x 3 runs; scaled: generated questions
+        runs = int(cfg["collection"]["runs"])
+        questions = 200 if units is None else max(1, round(units / (len(jobs) * runs)))
+        if questions != 200:
+            cfg["question_sets"] = {"open200": {"source": "open", "path": str(_open_file(data / "open.jsonl",
+                                                                                         questions))}}
+        total = len(jobs) * runs * questions
+    study = workdir / "study.yaml"
+    study.write_text(yaml.safe_dump(cfg, sort_keys=False))
+    return study, total

