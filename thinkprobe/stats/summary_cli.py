@@ -37,7 +37,7 @@ def add_parser(sub) -> None:
 
 def run_cli(args) -> int:
     if args.retake:
-        from .snapshot import retake
+        from .retake import retake
 
         timings = retake(args.retake, args.corpus, args.cores, tuple(args.configfile), keep_inputs=args.keep_inputs)
         print(json.dumps(timings), file=sys.stderr)
