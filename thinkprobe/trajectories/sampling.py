@@ -51,14 +51,13 @@ from ..answers import DEFAULT_STOP
 from .checkpoints import (Checkpoint, RealizedTrace, Reasoning, TraceError, check_tokenizer, checkpoints,
                           engine_tokenizer_id, find_reasoning, think_close_id)
 from .checkpoints import _CLOSE as THINK_CLOSE
-from ..generate.defaults import FORCED_DEFAULTS, TRAJECTORY_DEFAULTS, TRAJECTORY_SAMPLING_DEFAULTS
+from ..generate.defaults import ESTIMATORS, FORCED_DEFAULTS, TRAJECTORY_DEFAULTS, TRAJECTORY_SAMPLING_DEFAULTS
 from ..generate.faults import is_transient, transient_failures
 from .forced import DEFAULT_ANSWER_CUES, forced_suffix_ids
 from .labelling import continuation_label, endpoint_label, label_document  # noqa: F401 - re-exported
 from .stopping import StoppingRule
 from .store import ContinuationStore  # noqa: F401 - re-exported
 
-ESTIMATORS = ("full", "forced")
 MODULES = stage_modules("trajectories.sampling", "sample_traces")  # derived: thinkprobe.codedeps
 
 # The sampling code (issue 25, item 5): the functions that decide what each request asks for (prompt, budget,
