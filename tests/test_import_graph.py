@@ -46,6 +46,17 @@ def _modules(root: Path) -> dict[str, tuple[Path, bool]]:
     return found
 
 
+def _statements(body: list[ast.stmt]):
+    """Every statement, at any depth: function and class bodies, branches (``if TYPE_CHECKING:``), loops,
+    ``with``, ``try`` and ``match`` (an import is a statement, so expressions need no visit)."""
+    for node in body:
+        yield node
+        for name in ("body", "orelse", "finalbody"):
+            yield from _statements(getattr(node, name, None) or [])
+        for part in (getattr(node, "handlers", None) or []) + (getattr(node, "cases", None) or []):
+            yield from _statements(part.body)
+
+
 def import_graph(root: Path) -> dict[str, set[str]]:
     """Module -> the package's modules it imports (every import statement, at any depth of the source)."""
     modules = _modules(root)
@@ -59,7 +70,7 @@ def import_graph(root: Path) -> dict[str, set[str]]:
     for module, (path, is_package) in modules.items():
         here = module.split(".") if is_package else module.split(".")[:-1]
         targets: set[str | None] = set()
-        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), str(path))):
+        for node in _statements(ast.parse(path.read_text(encoding="utf-8"), str(path)).body):
             if isinstance(node, ast.Import):
                 targets |= {deepest(a.name) for a in node.names if a.name.split(".")[0] == root.name}
             elif isinstance(node, ast.ImportFrom):
@@ -109,7 +120,7 @@ def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
     for v in sorted(graph):
         if v not in index:
             visit(v)
-    return found
+    return sorted(found)
 
 
 def _describe(graph: dict[str, set[str]], component: list[str]) -> str:
@@ -183,14 +194,19 @@ def _package(tmp_path: Path, files: dict[str, str]) -> Path:
 
 
 def test_a_circle_through_a_function_level_import_is_found(tmp_path):
+    """Imports inside a function, a method's ``except`` and a ``with`` block are edges too."""
     root = _package(tmp_path, {
         "a.py": "from .b import f\n",
         "b.py": "def f():\n    from . import a\n    return a\n",
+        "d.py": "class K:\n    def m(self):\n        try:\n            pass\n        except ImportError:\n"
+                "            import pkg.e\n",
+        "e.py": "with open('x') as fh:\n    from .d import K\n",
         "c.py": "import pkg.a\n",
     })
     graph = import_graph(root)
     assert graph["pkg.a"] == {"pkg.b"} and graph["pkg.b"] == {"pkg.a"} and graph["pkg.c"] == {"pkg.a"}
-    assert cycles(graph) == [["pkg.a", "pkg.b"]]
+    assert graph["pkg.d"] == {"pkg.e"} and graph["pkg.e"] == {"pkg.d"}  # in a method's except, in a with block
+    assert cycles(graph) == [["pkg.a", "pkg.b"], ["pkg.d", "pkg.e"]]
 
 
 def test_a_circle_across_subpackages_and_type_checking_imports_is_found(tmp_path):

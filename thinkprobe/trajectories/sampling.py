@@ -66,14 +66,14 @@ MODULES = stage_modules("trajectories.sampling", "sample_traces")  # derived: th
 # hash keys the store, the finished documents and the protection check, so samples taken by other code are
 # never reused. Not part of it, though the walk from those functions reaches them: a package's __init__
 # (run on import, it decides nothing) and the analysis it re-exports, the provenance helpers, the engines'
-# process plumbing and model lookup (the weights are keyed by the model's identity) and the defaults (their
-# values enter the key as settings).
+# process plumbing and model lookup (the cache folder too; the weights are keyed by the model's identity) and
+# the defaults (their values enter the key as settings).
 SAMPLING_CODE_ENTRIES = tuple(("trajectories.sampling", name) for name in (
     "plan_trace", "sample_plans", "_budget", "_seed", "_spec", "_continuation", "continuation_document"))
 STOPPING_CODE_ENTRIES = (("trajectories.sampling", "_labels_for_stopping"), ("trajectories.stopping", "StoppingRule"))
 NOT_SAMPLING_CODE = frozenset({"__init__", "generate.__init__", "trajectories.__init__", "trajectories.distributions",
-                               "trajectories.dynamics", "codedeps", "outputs", "generate.hub", "generate.models",
-                               "generate.reaper", "generate.defaults"})
+                               "trajectories.dynamics", "codedeps", "outputs", "cache", "generate.hub",
+                               "generate.models", "generate.reaper", "generate.defaults"})
 
 
 def sampling_code(stopping: bool) -> list[str]:
