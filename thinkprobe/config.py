@@ -10,8 +10,9 @@ names no key) are made here too: a lexicon path that does not exist, an encoder 
 encoder of ``stats.sensitivity_encoder``) that is not available on this machine, and duplicate entries of
 ``units.models``/``units.runs`` (``1`` and ``"1"`` are the same run). Checks that need a higher layer's
 code (a vLLM model folder, the statistics' second encoder) are that layer's own functions, named by their
-schema block (``x-checks-from``, :func:`declared_checks`): this module imports nothing from
-:mod:`thinkprobe.generate`, :mod:`thinkprobe.stats` or any other subpackage (``tests/test_import_graph.py``).
+schema block (``x-checks-from``, :func:`declared_checks`), as the defaults are (``x-defaults-from``): this
+module's code names nothing of :mod:`thinkprobe.generate`, :mod:`thinkprobe.stats` or any other subpackage
+(``tests/test_import_graph.py``); what it runs of them, the schema names.
 """
 
 from __future__ import annotations
