@@ -18,14 +18,13 @@ from thinkprobe.stats.agreement import (
 
 from .conftest import corpus_path, require
 
-pytestmark = pytest.mark.fast
-
 # Worked by hand (see the comments): 10 sentences, reference boundaries before sentences 3 and 7,
 # hypothesis before 4 and 9. Gap vectors r = 001000100, h = 000100001.
 REF = Segmentation.from_boundaries(10, [3, 7])
 HYP = Segmentation.from_boundaries(10, [4, 9])
 
 
+@pytest.mark.fast
 def test_boundary_prf_by_hand():
     assert boundary_prf(REF, HYP, tolerance=0) == (0.0, 0.0, 0.0)
     assert boundary_prf(REF, HYP, tolerance=1) == (0.5, 0.5, 0.5)      # 3~4 matches; 7 vs 9 is 2 away
@@ -41,6 +40,7 @@ def test_boundary_prf_by_hand():
     assert boundary_prf(REF, empty) == (0.0, 0.0, 0.0)
 
 
+@pytest.mark.fast
 def test_pk_windowdiff_kappa_by_hand():
     # mean reference segment = 10/3 sentences; half = 1.67 -> k = 2
     assert default_window(REF) == 2
@@ -58,6 +58,7 @@ def test_pk_windowdiff_kappa_by_hand():
     assert same["n_ref_segments"] == 3 and same["k"] == 2
 
 
+@pytest.mark.fast
 def test_degenerate_inputs():
     one = Segmentation.from_masses([1])
     assert math.isnan(pk(one, one)) and math.isnan(window_diff(one, one)) and math.isnan(boundary_kappa(one, one))
@@ -76,6 +77,7 @@ def _gap_string(seg: Segmentation) -> str:
     return "".join(map(str, seg.gaps().tolist()))
 
 
+@pytest.mark.fast
 def test_pk_and_windowdiff_match_nltk():
     nltk_seg = require("nltk.metrics.segmentation", "nltk (dev extra) is not installed")
     rng = np.random.default_rng(7)
@@ -88,6 +90,7 @@ def test_pk_and_windowdiff_match_nltk():
         assert window_diff(a, b, k) == pytest.approx(nltk_seg.windowdiff(_gap_string(a), _gap_string(b), k))
 
 
+@pytest.mark.fast
 def test_kappa_matches_scikit_learn():
     metrics = require("sklearn.metrics", "scikit-learn is not installed")
     rng = np.random.default_rng(3)
@@ -107,6 +110,7 @@ TRACE = ("Let me think about this. First, the cost matters.\n\n"
          "So the answer is clear. It is option two.")
 
 
+@pytest.mark.fast
 def test_sentence_atoms_split_lines_and_sentences():
     atoms = [TRACE[a:b] for a, b in sentence_atoms(TRACE)]
     assert atoms == ["Let me think about this.", "First, the cost matters.", "Wait, maybe I am wrong.",
@@ -114,6 +118,7 @@ def test_sentence_atoms_split_lines_and_sentences():
                      "It is option two."]
 
 
+@pytest.mark.fast
 def test_alignment_ignores_whitespace_snaps_and_counts_unaligned():
     segs = ["Let me think about this.  First, the cost matters.", "Wait, maybe I am wrong.",
             "Let me check\nthe numbers again. - option one - option two", "this text is not in the trace",
@@ -129,6 +134,7 @@ def test_alignment_ignores_whitespace_snaps_and_counts_unaligned():
     assert segmentation_from_starts([TRACE.index("wrong.")], atoms).boundaries == {3}
 
 
+@pytest.mark.fast
 def test_compare_segment_texts_and_files(tmp_path):
     ref = ["We start here. We go on.", "Now a new idea. It grows.", "Finally we stop."]
     hyp = ["We start here.", "We go on. Now a new idea. It grows. Finally we stop."]
@@ -147,6 +153,7 @@ def test_compare_segment_texts_and_files(tmp_path):
         read_segment_file(bad)
 
 
+@pytest.mark.fast
 def test_cli_agree(tmp_path, capsys):
     a = tmp_path / "a.txt"
     a.write_text("We start here. We go on.\n\nNow a new idea. It grows.\n\nFinally we stop.\n")
@@ -162,6 +169,7 @@ def test_cli_agree(tmp_path, capsys):
     assert "missing.json" in capsys.readouterr().err
 
 
+@pytest.mark.fast
 def test_parse_step_labels_formats():
     ann = ('["initializing"] Okay, so. ["end-section"]\n\n[deduction]First, x. ["end-section"] '
            '[2. adding-knowledge]I recall y.["end-section"]\n["1. backtracking"] Wait. ["end-section"]\n'
@@ -174,6 +182,7 @@ def test_parse_step_labels_formats():
 # -------------------------------------------------------------------------------------- real corpus
 
 
+@pytest.mark.slow
 def test_agreement_with_llm_step_labels_on_real_traces(encoder, params):
     path = corpus_path("steering-thinking-llms", "compare-base-reasoning", "results", "vars",
                        "reasoning_comparison_deepseek-r1-distill-qwen-14b.json")

@@ -275,3 +275,25 @@ def test_docs_table_matches_the_parser():
     assert {m.group(1) for m in rows} == {"gsm8k", "arc", "math"} and len(rows) >= 30
     for m in rows:
         assert parse_answer(m.group(2), m.group(1)) == m.group(3), m.group(0)
+
+
+def test_a_trace_cut_during_collection_is_labelled_only_from_a_complete_answer():
+    """The realized trace's own answer (``endpoint_label``): a trace the collection cut at its budget
+    (``generation.finish_reason: length``) ends wherever the budget fell, so its last number is no answer;
+    it is labelled like a cut continuation. The same text that ended on its own keeps its lenient label."""
+    from thinkprobe.trajectories.checkpoints import realized_from_unit
+
+    def unit(finish):
+        return {"unit": {"model": "m", "question_set": "qs", "question_id": "q", "run": "1"}, "status": "ok",
+                "generation": {"prompt_token_ids": [1, 2], "token_ids": [3, 4], "finish_reason": finish}}
+
+    assert realized_from_unit(unit("length")).extra["finish_reason"] == "length"
+
+    def record(cut, text):
+        doc = {"unit": {"model": "m", "question_set": "qs", "question_id": "q", "run": "1"}, "status": "ok",
+               "task": "gsm8k", "gold": "18", "checkpoints": [],
+               "reasoning": {"how": "whole", "native": False, "k": 2, "text": text, "answer_text": text, "cut": cut}}
+        return label_document(doc)["endpoint_label"]
+
+    assert record(False, "so 9 * 2 = 1") == "1" and record(True, "so 9 * 2 = 1") is None
+    assert record(True, "The answer is 18. Let me double") == "18"

@@ -27,8 +27,6 @@ from thinkprobe.segmentation import segment
 from thinkprobe.text import count_words
 from thinkprobe.traces import extract_reasoning
 
-pytestmark = pytest.mark.fast
-
 REPO = Path(__file__).resolve().parents[1]
 GOOD_TEXT = (REPO / "examples" / "trace.txt").read_text("utf-8")
 DEMO = [json.loads(line) for line in (REPO / "examples" / "traces" / "demo.jsonl").read_text("utf-8").splitlines()]
@@ -232,17 +230,20 @@ def _graph(run, trace_id: str) -> nx.MultiDiGraph:
     return nx.node_link_graph(json.loads(path.read_text("utf-8")), edges="edges")
 
 
+@pytest.mark.slow
 def test_batch_completes_with_exit_code_0(run):
     assert run.proc.returncode == 0, run.proc.stderr[-3000:]
     assert run.metrics is not None and run.exclusions is not None
     assert list(run.metrics.columns)[-19:] == list(METRIC_NAMES)
 
 
+@pytest.mark.slow
 def test_exactly_the_bad_inputs_are_excluded(run):
     assert set(run.exclusions.trace_id) == set(run.excluded)
     assert len(run.exclusions) == len(run.excluded)
 
 
+@pytest.mark.slow
 def test_every_good_trace_has_metrics_and_a_graph(run):
     assert set(run.metrics.trace_id) == set(run.graphs)
     assert run.metrics.trace_id.is_unique
@@ -258,6 +259,7 @@ EXCLUDED_IDS = ["empty", "whitespace", "think_blank", "no_reasoning", "answer-on
                 "bad_utf8", "huge", "huge-record", "broken", "mixed-3", "mixed-5", "list-2"]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("trace_id", EXCLUDED_IDS)
 def test_exclusion_reason_says_what_is_wrong(run, trace_id):
     phrase = run.excluded[trace_id]
@@ -270,23 +272,27 @@ def test_exclusion_reason_says_what_is_wrong(run, trace_id):
     assert f"excluded {trace_id} (input): {reason}" in run.proc.stderr
 
 
+@pytest.mark.slow
 def test_huge_file_excluded_by_size_before_reading(run):
     reason = _reason(run, "huge")
     sizes = [int(n.replace(",", "")) for n in re.findall(r"\d[\d,]*", reason)]
     assert (run.src / "huge.txt").stat().st_size in sizes, reason
 
 
+@pytest.mark.slow
 def test_invalid_json_line_reported_with_its_line_number(run):
     assert re.search(r"\bline 3\b", _reason(run, "mixed-3")), _reason(run, "mixed-3")
     # the lines around it were analysed
     assert {r["id"] for r in DEMO[:3]} <= set(run.metrics.trace_id)
 
 
+@pytest.mark.slow
 def test_invalid_utf8_reports_the_byte(run):
     # b"<think>ok " is 10 bytes: the bad byte is at offset 10
     assert re.search(r"\bbyte 10\b", _reason(run, "bad_utf8")), _reason(run, "bad_utf8")
 
 
+@pytest.mark.slow
 def test_node_texts_are_verbatim_slices_of_the_reasoning(run):
     for tid, reasoning in run.graphs.items():
         g = _graph(run, tid)
@@ -294,6 +300,7 @@ def test_node_texts_are_verbatim_slices_of_the_reasoning(run):
             assert d["text"] == reasoning[d["start"]:d["end"]], (tid, i)
 
 
+@pytest.mark.slow
 def test_reasoning_content_field_is_taken_over_the_answer(run):
     g = _graph(run, "rc-record")
     texts = [d["text"] for _, d in g.nodes(data=True)]
@@ -303,6 +310,7 @@ def test_reasoning_content_field_is_taken_over_the_answer(run):
     assert row.model == "m-rc"
 
 
+@pytest.mark.slow
 def test_ten_thousand_word_paragraph_is_split_by_layer_2(run):
     para = run.graphs["long_paragraph"]
     assert count_words(para) >= 10_000 and "\n" not in para
@@ -315,6 +323,7 @@ def test_ten_thousand_word_paragraph_is_split_by_layer_2(run):
     assert starts[0][0] == 0 and starts[-1][1] == len(para.rstrip())
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("trace_id", ["chinese", "french"])
 def test_other_languages_give_graphs(run, trace_id):
     g = _graph(run, trace_id)
@@ -324,6 +333,7 @@ def test_other_languages_give_graphs(run, trace_id):
     assert row.AT > 80
 
 
+@pytest.mark.slow
 def test_markdown_only_traces(run):
     # under 80 words of headers, one-word bullets and rules: analysed like any other trace (checked above);
     # 100 one-word bullets under headers (>= 80 words): a graph with one TU per bullet
@@ -335,6 +345,7 @@ def test_markdown_only_traces(run):
     assert any(d["node_type"] in ("HYP", "RFR") for _, d in g.nodes(data=True))
 
 
+@pytest.mark.fast
 def test_min_words_option_excludes_short_traces_with_a_reason(tmp_path):
     """``input.min_words`` is off by default; set, it excludes shorter traces (and says so) and keeps the rest."""
     (tmp_path / "in").mkdir()
@@ -348,6 +359,7 @@ def test_min_words_option_excludes_short_traces_with_a_reason(tmp_path):
     assert list(pd.read_parquet(tmp_path / "out" / "metrics.parquet").trace_id) == ["long"]
 
 
+@pytest.mark.fast
 def test_non_object_json_records_do_not_stop_the_batch(tmp_path):
     """A JSON list item or JSONL line that is a number is excluded; the good traces beside it are analysed."""
     from thinkprobe.cli import main
@@ -365,6 +377,7 @@ def test_non_object_json_records_do_not_stop_the_batch(tmp_path):
     assert all("not a JSON object" in r for r in exclusions.reason)
 
 
+@pytest.mark.fast
 def test_numeric_ids_equal_to_zero_are_kept():
     """JSON ids are often integers; 0 is a valid question id, run and trace id (thinking-llms-interp
     numbers its questions from 0), and must not be replaced by an empty string or the default id."""

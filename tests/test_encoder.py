@@ -195,7 +195,7 @@ def test_load_encoder_returns_one_object_per_process():
     assert load_encoder(EncoderParams()) is load_encoder()
 
 
-@pytest.mark.fast
+@pytest.mark.slow  # about 12 s (pytest --durations): out of the fast loop
 def test_missing_local_model_names_it():
     with pytest.raises(EncoderError, match="/nonexistent/model"):
         load_encoder(EncoderParams(model="/nonexistent/model"))

@@ -301,7 +301,7 @@ def test_a_retake_needs_the_corpus_folder_and_names_a_missing_file(tmp_path):
     with pytest.raises(ValueError, match="needs --corpus DIR"):
         retake.retake(tmp_path / "snap", corpus=None, run_study=False)
     (tmp_path / "corpus").mkdir()
-    with pytest.raises(FileNotFoundError, match="reasoning_comparison_deepseek-r1-distill-qwen-1.5b.json"):
+    with pytest.raises(FileNotFoundError, match="reasoning_comparison_deepseek-r1-distill-"):
         snapshot.study_override(tmp_path / "corpus", tmp_path / "inputs.yaml")
     with pytest.raises(FileNotFoundError, match="ablation set A"):
         snapshot.run_ablation_sets(tmp_path / "corpus", tmp_path / "sets")
@@ -330,3 +330,22 @@ def test_a_code_change_makes_the_tables_that_use_it_stale():
                                                           if "graph" in chain}
     cfg2 = {**cfg, "stats": {**cfg["stats"], "bootstrap": cfg["stats"]["bootstrap"] + 1}}
     assert snapshot.table_code(cfg2)["claims"] != base["claims"] and snapshot.table_code(cfg2)["metrics"] == base["metrics"]
+
+
+@pytest.mark.fast
+def test_the_retake_reads_the_corpus_study_inputs_from_its_config(tmp_path):
+    """The re-take's local inputs come from config/corpus-study.yaml (their one home): each git source becomes
+    the same path inside a local copy of the repository; a copy that lacks it is an error naming the entry."""
+    import yaml
+
+    study = yaml.safe_load((ROOT / snapshot.STUDY_CONFIG).read_text())
+    (entry,) = study["inputs"]
+    repo = entry["git"]["url"].rstrip("/").rsplit("/", 1)[-1]
+    with pytest.raises(FileNotFoundError, match=r"inputs\[0\]: .*steering-thinking-llms"):
+        snapshot.study_override(tmp_path / "corpus", tmp_path / "o.yaml", root=ROOT)
+    target = tmp_path / "corpus" / repo / entry["git"]["path"].replace("*", "qwen-7b")
+    target.parent.mkdir(parents=True)
+    target.write_text("[]")
+    out = yaml.safe_load(snapshot.study_override(tmp_path / "corpus", tmp_path / "o.yaml", root=ROOT).read_text())
+    assert out == {"inputs": [{"question_set": entry["question_set"], "adapter": entry["adapter"],
+                               "path": str((tmp_path / "corpus").resolve() / repo / entry["git"]["path"])}]}

@@ -12,9 +12,8 @@ from statsmodels.stats.multitest import multipletests
 from thinkprobe.metrics import METRIC_NAMES
 from thinkprobe.stats import blocked, bootstrap, discriminability, exact, multiplicity, permutation, robustness
 
-pytestmark = pytest.mark.fast
 
-
+@pytest.mark.fast
 @pytest.mark.parametrize("seed", range(6))
 def test_holm_equals_statsmodels(seed):
     rng = np.random.default_rng(seed)
@@ -27,12 +26,14 @@ def test_holm_equals_statsmodels(seed):
     assert ((ours <= 0.05) == multipletests(p, alpha=0.05, method="holm")[0]).all()
 
 
+@pytest.mark.fast
 def test_holm_leaves_missing_tests_out():
     p = [0.01, np.nan, 0.04]
     out = multiplicity.holm(p)
     assert np.isnan(out[1]) and np.allclose(out[[0, 2]], multipletests([0.01, 0.04], method="holm")[1])
 
 
+@pytest.mark.fast
 @pytest.mark.parametrize("n,seed", [(4, 0), (5, 1), (6, 2), (6, 3), (5, 4)])
 def test_exact_spearman_equals_every_ordering_counted_with_scipy(n, seed):
     from itertools import permutations
@@ -50,6 +51,7 @@ def test_exact_spearman_equals_every_ordering_counted_with_scipy(n, seed):
     assert ours["p"] == pytest.approx(np.mean(np.abs(null) >= abs(rho) - 1e-9), abs=1e-12)
 
 
+@pytest.mark.slow
 def test_exact_spearman_equals_scipys_permutation_test():
     x, y = np.array([0.3, 1.2, -0.5, 2.0, 0.9]), np.array([0.1, 0.8, 0.2, 1.9, 1.5])
     ref = permutation_test((x, y), lambda a, b: spearmanr(a, b).statistic, permutation_type="pairings",
@@ -57,6 +59,7 @@ def test_exact_spearman_equals_scipys_permutation_test():
     assert exact.spearman(x, y)["p"] == pytest.approx(ref.pvalue, abs=1e-12)
 
 
+@pytest.mark.fast
 def test_five_models_ranked_alike_give_the_exact_p_not_the_t_approximation():
     r = exact.spearman([1, 2, 3, 4, 5], [10, 20, 30, 40, 50])
     assert r["p"] == pytest.approx(2 / 120) and spearmanr([1, 2, 3, 4, 5], [10, 20, 30, 40, 50]).pvalue < 1e-20
@@ -64,6 +67,7 @@ def test_five_models_ranked_alike_give_the_exact_p_not_the_t_approximation():
     assert big["method"] == "asymptotic"
 
 
+@pytest.mark.fast
 def test_aggregation_robustness_reports_the_exact_p():
     rng = np.random.default_rng(0)
     rows = []
@@ -75,6 +79,7 @@ def test_aggregation_robustness_reports_the_exact_p():
     assert out.loc["Breadth", "rho"] == pytest.approx(1.0) and out.loc["Breadth", "p"] == pytest.approx(2 / 120)
 
 
+@pytest.mark.fast
 @pytest.mark.parametrize("seed", range(4))
 def test_friedman_equals_scipy(seed):
     rng = np.random.default_rng(seed)
@@ -88,6 +93,7 @@ def test_friedman_equals_scipy(seed):
     assert ours["n_blocks"] == 30
 
 
+@pytest.mark.fast
 def test_friedman_uses_complete_blocks_and_cell_means():
     v = [1.0, 3.0, 2.0, 5.0, 1.0, 2.0, 9.0]   # block 0: a has two runs (mean 2); block 2: only a -> dropped
     g = ["a", "a", "b", "b", "a", "b", "a"]
@@ -100,6 +106,7 @@ def test_friedman_uses_complete_blocks_and_cell_means():
     assert r["friedman_chi2"] == pytest.approx(q)
 
 
+@pytest.mark.fast
 def test_kruskal_table_has_the_blocked_test_and_holm_columns():
     rng = np.random.default_rng(1)
     rows = []
@@ -120,6 +127,7 @@ def test_kruskal_table_has_the_blocked_test_and_holm_columns():
         assert np.allclose(fam.p_perm_mcse, np.sqrt(fam.p_perm * (1 - fam.p_perm) / 400))
 
 
+@pytest.mark.fast
 def test_monte_carlo_error_bound_fixes_the_smallest_b_and_the_config_refuses_less():
     from thinkprobe.config import ConfigError, load_schema, validate_config
 
@@ -137,6 +145,7 @@ def test_monte_carlo_error_bound_fixes_the_smallest_b_and_the_config_refuses_les
     validate_config({**cfg, "stats": {"permutations": 0}}, schema)  # nulls off
 
 
+@pytest.mark.fast
 def test_cluster_bootstrap_keeps_prompts_whole_and_is_seeded():
     prompts = np.repeat([f"q{i}" for i in range(10)], 3)
     a = bootstrap.cluster_resamples(prompts, 50, seed=7)
@@ -148,6 +157,7 @@ def test_cluster_bootstrap_keeps_prompts_whole_and_is_seeded():
         assert (drawn % 3 == 0).all()  # a prompt comes with all three of its traces, or not at all
 
 
+@pytest.mark.fast
 def test_bootstrap_epsilon2_is_scipys():
     rng = np.random.default_rng(2)
     v = rng.integers(0, 6, 60).astype(float)
@@ -155,6 +165,7 @@ def test_bootstrap_epsilon2_is_scipys():
     assert bootstrap.epsilon2(v, g) == pytest.approx(discriminability.kruskal_wallis(v, g)["epsilon2"], rel=1e-12)
 
 
+@pytest.mark.fast
 def test_a_percentile_interval_covers_the_truth_at_its_level():
     """Coverage of the cluster bootstrap's interval for a mean with prompt effects: near 95%."""
     rng = np.random.default_rng(5)

@@ -11,8 +11,6 @@ from .conftest import corpus_path
 from thinkprobe.trajectories import parse_answer
 from thinkprobe.trajectories.parsing import canonical_number, last_boxed
 
-pytestmark = pytest.mark.fast
-
 
 def _jsonl(path):
     with open(path, encoding="utf-8") as fh:
@@ -21,6 +19,7 @@ def _jsonl(path):
 
 # ---------------------------------------------------------------- real benchmark gold answers
 
+@pytest.mark.fast
 def test_gsm8k_gold_answers_parse_to_themselves():
     items = _jsonl(corpus_path("benchmarks", "gsm8k", "test.jsonl"))
     assert len(items) == 1319
@@ -33,6 +32,7 @@ def test_gsm8k_gold_answers_parse_to_themselves():
         assert parse_answer(label, "gsm8k") == label
 
 
+@pytest.mark.fast
 def test_svamp_gold_answers_parse_to_themselves():
     with open(corpus_path("benchmarks", "svamp", "SVAMP.json"), encoding="utf-8") as fh:
         items = json.load(fh)
@@ -49,6 +49,7 @@ def _arc_expected(key: str) -> str:
     return "ABCDE"[int(key) - 1] if key.isdigit() else key
 
 
+@pytest.mark.fast
 def test_arc_gold_keys_parse_to_letters():
     with open(corpus_path("benchmarks", "arc-challenge-skywork", "data", "arc", "test.jsonl"),
               encoding="utf-8") as fh:
@@ -62,6 +63,7 @@ def test_arc_gold_keys_parse_to_letters():
         assert parse_answer(f"The answer is ({key}).", "arc") == _arc_expected(key)
 
 
+@pytest.mark.slow
 def test_math_algebra_gold_solutions_give_fixed_point_labels():
     items = _jsonl(corpus_path("benchmarks", "math-evaluation-harness", "data", "math",
                                "DERIVED_algebra_test.jsonl"))
@@ -73,6 +75,7 @@ def test_math_algebra_gold_solutions_give_fixed_point_labels():
         assert parse_answer(f"The final answer is $\\boxed{{{last_boxed(item['solution']).strip()}}}$.", "math") == label
 
 
+@pytest.mark.fast
 def test_math500_solution_and_answer_field_share_a_label():
     items = _jsonl(corpus_path("benchmarks", "math-evaluation-harness", "data", "math_oai", "test.jsonl"))
     assert len(items) == 500
@@ -153,26 +156,31 @@ MATH_OUTPUTS = [
 ]
 
 
+@pytest.mark.fast
 @pytest.mark.parametrize(("text", "expected"), GSM8K_OUTPUTS)
 def test_gsm8k_output_formats(text, expected):
     assert parse_answer(text, "gsm8k") == expected
 
 
+@pytest.mark.fast
 @pytest.mark.parametrize(("text", "expected"), SVAMP_OUTPUTS)
 def test_svamp_output_formats(text, expected):
     assert parse_answer(text, "svamp") == expected
 
 
+@pytest.mark.fast
 @pytest.mark.parametrize(("text", "expected"), ARC_OUTPUTS)
 def test_arc_output_formats(text, expected):
     assert parse_answer(text, "arc") == expected
 
 
+@pytest.mark.fast
 @pytest.mark.parametrize(("text", "expected"), MATH_OUTPUTS)
 def test_math_output_formats(text, expected):
     assert parse_answer(text, "math") == expected
 
 
+@pytest.mark.fast
 def test_equivalent_math_forms_share_one_label():
     forms = ["\\boxed{\\frac12}", "\\boxed{1/2}", "\\boxed{0.5}", "\\boxed{\\dfrac{1}{2}}", "\\boxed{ \\tfrac{1}{2} }",
              "The answer is $\\frac{2}{4}$"]
@@ -180,11 +188,13 @@ def test_equivalent_math_forms_share_one_label():
     assert parse_answer("\\boxed{(x+1)^2}", "math") != parse_answer("\\boxed{x^2+2x+1}", "math")
 
 
+@pytest.mark.fast
 def test_strict_mode_requires_an_anchor():
     assert parse_answer("So he has 12 apples left.", "gsm8k", strict=True) is None
     assert parse_answer("So he has 12 apples. The answer is 12.", "gsm8k", strict=True) == "12"
 
 
+@pytest.mark.fast
 def test_canonical_number_is_exact():
     assert canonical_number("0.1") == "0.1"
     assert canonical_number("1/3") == "1/3"
@@ -192,6 +202,7 @@ def test_canonical_number_is_exact():
     assert canonical_number("1/0") is None
 
 
+@pytest.mark.fast
 def test_parsing_is_deterministic_and_rejects_unknown_tasks():
     text = "\\boxed{\\left(\\frac{3}{2}, -1\\right)}"
     assert len({parse_answer(text, "math") for _ in range(3)}) == 1
@@ -200,6 +211,7 @@ def test_parsing_is_deterministic_and_rejects_unknown_tasks():
         parse_answer("B", "mmlu")
 
 
+@pytest.mark.fast
 def test_question_loader_golds_parse_to_fixed_point_labels():
     """The question loaders' raw gold strings (the data contract) give the same labels as the files."""
     questions = importlib.import_module("thinkprobe.generate.questions")
@@ -221,6 +233,7 @@ def test_question_loader_golds_parse_to_fixed_point_labels():
     assert counts["gsm8k/test.jsonl"] == 1319 and counts["svamp/SVAMP.json"] == 1000
 
 
+@pytest.mark.fast
 def test_real_reasoning_model_choice_answers_parse():
     """MMLU answers of DeepSeek-R1, QwQ-32B and Gemini-thinking (thought-branches corpus): the final
     choice stated in the answer part, and in the whole response (reasoning + answer), is the recorded one."""
@@ -237,11 +250,13 @@ def test_real_reasoning_model_choice_answers_parse():
     assert n > 100
 
 
+@pytest.mark.fast
 def test_arc_numbered_list_is_not_an_answer():
     assert parse_answer("1. Gravity pulls objects down.\n2. So the planet spins.", "arc") is None
     assert parse_answer("1. Gravity pulls.\n2. Days get shorter, so the answer is (C).", "arc") == "C"
 
 
+@pytest.mark.fast
 def test_the_word_answer_without_a_connector_is_no_anchor():
     # "to answer 2 parts" is reasoning, not an answer statement: the last number / no key decides
     assert parse_answer("To answer 2 parts, add 5 and 7 to get 12.", "gsm8k") == "12"

@@ -178,3 +178,68 @@ def test_altered_unit_and_batch_files_are_never_used(tmp_path, capsys):
     with pytest.raises(BatchFileError, match="not reused .moved to b0000.json.altered-"):
         read_batch(batch)
     assert not batch.exists()
+
+
+def test_an_altered_collected_unit_is_never_reused(tmp_path):
+    """The collection store's units are sealed too. A stored unit rewritten by hand (valid JSON, its digest
+    kept) is moved aside with a warning and generated again when no trace file was written from it; when its
+    trace file exists (the sample the analysis used), the job stops naming both files instead of generating a
+    different sample behind the analysis. The collection job runs for real against an OpenAI-compatible
+    server on loopback that counts the requests."""
+    import io
+
+    from thinkprobe.generate.collect import StaleUnits, collect_batch, store_path
+    from thinkprobe.generate.engine import open_engine
+    from thinkprobe.generate.plan import plan_collection
+
+    from .test_hostile_peers import Peer, completion
+
+    peer = Peer()
+    asked = []
+
+    def answer(h, body):
+        asked.append(body)
+        h.send(200, completion("<think>Add them: 3 and 4 make 7.</think>The answer is 7.", chat=True))
+
+    peer.post = answer
+    try:
+        cfg = {"models": {"m": {"backend": "openai", "base_url": peer.url, "served_model": "m", "timeout_s": 10,
+                                "max_retries": 0, "backoff_s": 0.01}},
+               "question_sets": {"tiny": {"source": "builtin", "limit": 2}},
+               "collection": {"jobs": [{"model": "m", "question_set": "tiny", "prompt_variant": "plain"}],
+                              "runs": 1, "seed": 0, "batch_questions": 10, "chunk_prompts": 8,
+                              "sampling": {"max_tokens": 24, "temperature": 0.6},
+                              "loop_detection": {"window": 3, "min_repeats": 3, "min_line_chars": 8,
+                                                 "max_retries": 0}}}
+        params = plan_collection(cfg).batch_params("m", "tiny", "c0000", cfg["collection"])
+        store = tmp_path / "store"
+        collect_batch(open_engine, params, store)
+        assert len(asked) == 2
+        first, second = (store_path(store, u["unit"]) for u in params["units"])
+        doc = json.loads(first.read_text())
+        assert integrity.FIELD in doc and doc["status"] == "ok"
+        doc["reasoning"] = "The answer is 999."  # rewritten by hand, still valid JSON, the old digest kept
+        first.chmod(0o644)
+        first.write_text(json.dumps(doc))
+        log = io.StringIO()
+        manifest = collect_batch(open_engine, params, store, log=log)
+        assert f"WARNING: {first}: its content does not match its digest" in log.getvalue()
+        assert "the unit is generated again" in log.getvalue()
+        assert manifest["stats"]["generated"] == 1 and manifest["stats"]["already_stored"] == 1 and len(asked) == 3
+        assert "999" not in first.read_text() and list(first.parent.glob(first.name + ".altered-*"))
+
+        # a unit whose trace file was written from it: the job stops, naming both, generates nothing
+        traces = tmp_path / "traces"
+        collect_batch(open_engine, params, store, traces=str(traces))
+        (trace,) = [p for p in traces.rglob("*.json") if p.parent.name == second.parent.name]
+        doc = json.loads(second.read_text())
+        doc["answer"] = "999"
+        second.chmod(0o644)
+        second.write_text(json.dumps(doc))
+        with pytest.raises(StaleUnits, match="Move each trace file aside") as err:
+            collect_batch(open_engine, params, store, traces=str(traces), log=io.StringIO())
+        assert str(second) in str(err.value) and str(trace) in str(err.value)
+        assert len(asked) == 3 and not second.exists() and list(second.parent.glob(second.name + ".altered-*"))
+        assert trace.exists()  # the analysed sample stays where it is
+    finally:
+        peer.close()

@@ -83,11 +83,66 @@ def store_path(store: str | os.PathLike, unit: Mapping[str, str]) -> Path:
     return Path(store) / unit["question_id"] / f"{unit['run']}.json"
 
 
-def write_store_unit(path: Path, doc: dict[str, Any]) -> None:
-    """Write a finished unit atomically, then make it read-only: it is never rewritten by thinkprobe."""
+def verified_store(units: Sequence[Mapping[str, Any]], store: str | os.PathLike, traces: str | None,
+                   log=None) -> dict[str, dict[str, Any]]:
+    """The stored units of ``units`` that can be reused (unit path -> record, without its digest block).
+
+    Each stored file is verified before reuse (issue 28, item 1): one that is not readable JSON, whose content
+    no longer matches its digest or that was stored under another unit's name is moved aside
+    (``<name>.altered-<time>-<pid>``, nothing deleted) with a warning, and its unit is generated again. A file
+    written before digests is read as it is. When the unit's trace file exists already, that file holds the
+    sample the analysis used: the job then stops (:class:`StaleUnits`) naming both files instead of
+    generating a different sample behind the analysis's back; moving the trace file aside too and running
+    again collects and analyses the unit anew.
+    """
+    from .. import integrity
+
+    out: dict[str, dict[str, Any]] = {}
+    kept: list[str] = []
+    for u in units:
+        path = store_path(store, u["unit"])
+        try:
+            doc = json.loads(path.read_text(encoding="utf-8"))
+        except FileNotFoundError:
+            continue
+        except (OSError, ValueError) as err:
+            doc, why = None, f"it is not readable JSON ({type(err).__name__})"
+        else:
+            why = integrity.problem(doc, store_key(u["unit"]), required=False)
+        if why is None:
+            out[UnitKey(**u["unit"]).path] = integrity.unsealed(doc)
+            continue
+        trace = Path(trace_file(UnitKey(**u["unit"]).path, traces)) if traces is not None else None
+        instead = ("its trace file holds the analysed sample: stopped (see below)" if trace and trace.exists()
+                   else "the unit is generated again")
+        message = integrity.refused(path, why, integrity.quarantine(path), instead)
+        if log:
+            log.write(message + "\n")
+            log.flush()
+        if trace and trace.exists():
+            kept.append(f"{path} (trace file {trace})")
+    if kept:
+        raise StaleUnits(f"{len(kept)} stored unit(s) failed verification and were moved aside, but their trace "
+                         "files hold the samples the analysis used; a new sample would not match them. Move each "
+                         "trace file aside as well and run again to collect and analyse the unit anew: "
+                         + "; ".join(kept[:3]))
+    return out
+
+
+def store_key(unit: Mapping[str, str]) -> str:
+    """What a stored unit's digest binds it to (:mod:`thinkprobe.integrity`): the store and the unit, so a file
+    copied under another unit's name is refused like an altered one."""
+    return f"collect:{UnitKey(**unit).path}"
+
+
+def write_store_unit(path: Path, doc: dict[str, Any], unit: Mapping[str, str]) -> None:
+    """Write a finished unit atomically and sealed (its content and key digests), then make it read-only: it
+    is never rewritten by thinkprobe."""
+    from .. import integrity
+
     if path.exists():
         raise FileExistsError(f"{path}: a stored unit is never overwritten (delete it to regenerate it)")
-    write_json(path, doc)
+    write_json(path, integrity.seal(doc, store_key(unit)))
     mode = stat.S_IMODE(path.stat().st_mode)
     os.chmod(path, mode & ~(stat.S_IWUSR | stat.S_IWGRP | stat.S_IWOTH))
 
@@ -152,12 +207,11 @@ def collect_batch(open_engine: Callable[[Mapping[str, Any]], Engine], params: Ma
     """
     model_cfg = params["model"]
     units = list(params["units"])
-    pending = [u for u in units if not store_path(store, u["unit"]).exists()]
-    stale = []
-    for u in units:
-        path = store_path(store, u["unit"])
-        if path.exists() and json.loads(path.read_text(encoding="utf-8")).get("settings_sha256") != unit_settings(u, params):
-            stale.append(str(path))
+    stored = verified_store(units, store, traces, log)
+    pending = [u for u in units if UnitKey(**u["unit"]).path not in stored]
+    stale = [str(store_path(store, u["unit"])) for u in units
+             if (doc := stored.get(UnitKey(**u["unit"]).path)) is not None
+             and doc.get("settings_sha256") != unit_settings(u, params)]
     if stale:
         raise StaleUnits(f"{len(stale)} stored unit(s) were generated with other settings (model, prompt, sampling or "
                          "seed) than the config now asks for; stored units are never overwritten. Delete them "
@@ -182,7 +236,8 @@ def collect_batch(open_engine: Callable[[Mapping[str, Any]], Engine], params: Ma
                 chunk = pending[k:k + size]
                 done = _generate_chunk(engine, chunk, prompts, params, stats, failures)
                 for u, doc in done:
-                    write_store_unit(store_path(store, u["unit"]), doc)
+                    write_store_unit(store_path(store, u["unit"]), doc, u["unit"])
+                    stored[UnitKey(**u["unit"]).path] = doc
                     stats["generated"] += 1
                 if log:
                     log.write(f"collect: {k + len(chunk)}/{len(pending)} units generated or tried\n")
@@ -194,8 +249,8 @@ def collect_batch(open_engine: Callable[[Mapping[str, Any]], Engine], params: Ma
     for u in units:
         key = UnitKey(**u["unit"])
         path = store_path(store, u["unit"])
-        if path.exists():
-            doc = json.loads(path.read_text(encoding="utf-8"))
+        doc = stored.get(key.path)
+        if doc is not None:
             trace = trace_file(key.path, traces) if traces is not None else None
             written += trace is not None and write_trace_file(key.as_dict(), path, trace, doc)
             manifest["units"][key.path] = {"store": str(path), "status": doc["status"], "reason": doc.get("reason"),
@@ -379,7 +434,11 @@ def trace_unit_doc(unit: Mapping[str, str], store_file: str | os.PathLike | None
     upath = UnitKey(**unit).path
     if store_file is None:
         return absent_doc(unit, reason)
-    rec = record if record is not None else json.loads(Path(store_file).read_text(encoding="utf-8"))
+    if record is None:
+        from ..integrity import unsealed
+
+        record = unsealed(json.loads(Path(store_file).read_text(encoding="utf-8")))
+    rec = record
     ids = {**unit, "domain": rec["question"].get("domain") or "", "record_id": upath, "source": str(store_file)}
     common = {"trace_id": upath, "ids": ids, "origin": "collected", "question": rec["question"]}
     prov = {**rec["provenance"], "store": str(store_file)}

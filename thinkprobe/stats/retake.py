@@ -26,8 +26,8 @@ def retake(dest: str | Path = DEFAULT_SNAPSHOT, corpus: str | Path | None = None
     """Re-take a snapshot: the corpus study (``snakemake stats --cores N --configfile config/corpus-study.yaml
     [configfiles]``), the ablation sets (``corpus`` needed), the snapshot itself (replaced) and every generated
     page; returns the timings. With ``corpus`` and neither ``configfiles`` nor ``keep_inputs``, the study's
-    inputs are the corpus folder's files (:data:`STUDY_INPUTS`); ``keep_inputs`` keeps the study config's own
-    (a config that fetches its corpus itself)."""
+    inputs are read from the corpus folder (:func:`.snapshot.study_override`); ``keep_inputs`` keeps the study
+    config's own (a config that fetches its corpus itself)."""
     if corpus is None:
         raise ValueError("--retake needs --corpus DIR: the ablation sets of the snapshot are read from the corpus "
                          "folder (with --keep-inputs the study keeps its config's own inputs)")

@@ -45,11 +45,6 @@ STUDY_CONFIG = "config/corpus-study.yaml"
 # the per-trace tables of a snapshot, and where a study's results folder holds them
 TRACE_TABLES = {"metrics": "tables/metrics.parquet", "cycles": "stats/cycles.parquet",
                 "ablation_traces": "stats/ablation_traces.parquet"}
-# the corpus study's trace files, relative to the corpus folder (the inputs of config/corpus-study.yaml)
-STUDY_INPUTS = tuple(
-    f"steering-thinking-llms/compare-base-reasoning/results/vars/reasoning_comparison_deepseek-r1-distill-{m}.json"
-    for m in ("qwen-1.5b", "qwen-14b", "qwen-32b", "llama-8b", "llama-70b"))
-STUDY_INPUT_KEYS = {"question_set": "stl", "adapter": "steering-thinking-llms"}
 # corpus sets whose layer ablation the results page sets beside the paper's Table 6 (`thinkprobe ablate`):
 # name, what they are, the file relative to the corpus folder, and whether the whole text is analysed
 ABLATION_SETS = (
@@ -312,16 +307,30 @@ def rederive(snapshot_dir: str | Path, out_dir: str | Path, root: str | Path = "
     return p
 
 
-def study_override(corpus: str | Path, path: str | Path) -> Path:
-    """Write a config file whose ``inputs`` are the corpus study's trace files under ``corpus``."""
+def study_override(corpus: str | Path, path: str | Path, root: str | Path = ".") -> Path:
+    """Write a config file whose ``inputs`` are the corpus study's inputs read from a local copy of their
+    repositories under ``corpus`` (``<corpus>/<repository name>/<path>``) instead of fetched by git: the
+    entries of ``config/corpus-study.yaml`` (their one home), each ``git:`` source replaced by that path."""
+    from glob import glob
+
     import yaml
 
     corpus = Path(corpus).resolve()
-    missing = [f for f in STUDY_INPUTS if not (corpus / f).is_file()]
-    if missing:
-        raise FileNotFoundError(f"--corpus {corpus}: no {missing[0]} (the corpus folder holds "
-                                "steering-thinking-llms/ and thought-branches/)")
-    inputs = [{"path": str(corpus / f), **STUDY_INPUT_KEYS} for f in STUDY_INPUTS]
+    study = yaml.safe_load((Path(root) / STUDY_CONFIG).read_text(encoding="utf-8"))
+    inputs = []
+    for i, entry in enumerate(study["inputs"]):
+        entry = dict(entry)
+        git = entry.pop("git", None)
+        if git is None:
+            inputs.append(entry)
+            continue
+        repo = git["url"].rstrip("/").rsplit("/", 1)[-1].removesuffix(".git")
+        pattern = str(corpus / repo / git["path"])
+        if not glob(pattern):
+            raise FileNotFoundError(f"--corpus {corpus}: nothing matches {pattern} ({STUDY_CONFIG} inputs[{i}]: "
+                                    f"{git['url']} at {git['commit'][:12]}, path {git['path']}; the corpus folder "
+                                    "holds one folder per repository)")
+        inputs.append({**entry, "path": pattern})
     Path(path).write_text(yaml.safe_dump({"inputs": inputs}, sort_keys=False), encoding="utf-8")
     return Path(path)
 

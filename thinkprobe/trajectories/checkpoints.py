@@ -287,7 +287,8 @@ def realized_from_unit(doc: Mapping[str, Any], tokenizer=None, task: str | None 
     gold, ...}``. Read: the completion's token ids (``generation.token_ids``, or ``completion_token_ids``),
     the prompt (``generation.prompt_token_ids``, else the text ``generation.prompt`` tokenised verbatim
     without special tokens, as the engine does), the stored completion text (``generation.response``, used
-    to check the tokenizer), the tokenizer fingerprint (``tokenizer_sha256``) when recorded, and task and
+    to check the tokenizer), why the collection stopped (``generation.finish_reason``: ``length`` when the
+    trace was cut by its budget; in ``extra``), the tokenizer fingerprint (``tokenizer_sha256``) when recorded, and task and
     gold from the arguments or the unit's ``question``. Raises :class:`TraceError` naming the unit when
     something is missing.
     """
@@ -319,9 +320,10 @@ def realized_from_unit(doc: Mapping[str, Any], tokenizer=None, task: str | None 
     fp = find("tokenizer_sha256") or prov.get("tokenizer_sha256")
     ctext = find("completion_text", "response", "raw_text")
     variant = prov.get("prompt_variant") or find("prompt_variant")
+    finish = find("finish_reason")
+    extra = {k: v for k, v in (("prompt_variant", variant), ("finish_reason", finish)) if isinstance(v, str)}
     return RealizedTrace(str(unit.get("model", "")), str(unit.get("question_set", "")),
                          str(unit.get("question_id", "")), str(unit.get("run", "")),
                          _ids(prompt, "prompt token ids", key), _ids(comp, "completion token ids", key),
                          ctext if isinstance(ctext, str) else None, fp if isinstance(fp, str) else None,
-                         task or find("task"), gold if gold is not None else find("gold"),
-                         {"prompt_variant": variant} if isinstance(variant, str) else {})
+                         task or find("task"), gold if gold is not None else find("gold"), extra)

@@ -109,9 +109,12 @@ def _stop_reason(cont: Mapping[str, Any]) -> str:
     return {"stop": "eos", "length": "budget"}.get(cont.get("finish_reason"), "error")
 
 
-def endpoint_label(reasoning_answer_text: str, task: str | None, native: bool) -> str | None:
-    """The realized trace's own final answer, parsed (after ``</think>`` for native reasoners)."""
-    from .parsing import parse_answer
+def endpoint_label(reasoning_answer_text: str, task: str | None, native: bool, cut: bool = False) -> str | None:
+    """The realized trace's own final answer, parsed (after ``</think>`` for native reasoners). A trace its
+    collection cut at the token budget (``cut``) is labelled as a cut continuation is
+    (:func:`~thinkprobe.trajectories.parsing.parse_cut_answer`): only from a complete answer statement, never
+    from the last number it happened to write."""
+    from .parsing import parse_answer, parse_cut_answer
 
     if task is None:
         return None
@@ -119,7 +122,7 @@ def endpoint_label(reasoning_answer_text: str, task: str | None, native: bool) -
     if native:
         pos = text.find("</think>")
         text = text[pos + len("</think>"):] if pos >= 0 else ""
-    return parse_answer(text, task)
+    return parse_cut_answer(text, task) if cut else parse_answer(text, task)
 
 
 def label_document(doc: Mapping[str, Any], task: str | None = None, gold: str | None = None,
@@ -150,7 +153,9 @@ def label_document(doc: Mapping[str, Any], task: str | None = None, gold: str | 
     r = doc["reasoning"]
     cues = cues or sampling.get("answer_cues")
     stop = doc.get("stop") or ()
-    record["endpoint_label"] = endpoint_label(cut_at_stop(r["answer_text"], stop), task, r["native"])
+    # "cut" is absent from documents sampled before it was recorded: read as not cut, as they were labelled
+    record["endpoint_label"] = endpoint_label(cut_at_stop(r["answer_text"], stop), task, r["native"],
+                                              cut=r.get("cut") is True)
     record["cot_tokens_realized"] = r["k"]
     record["reasoning_how"] = r["how"]
     cps = []

@@ -475,7 +475,8 @@ def continuation_document(plan: TracePlan, entries: Mapping[tuple[str, int], Map
     return {**doc, "status": "ok", "stage": None, "reason": None,
             "reasoning": {"how": r.how, "native": r.native, "k": r.k,
                           "k_sampled": plan.checkpoints[-1].prefix_tokens, "head_tokens": len(r.head),
-                          "prompt_tokens": len(t.prompt_ids), "text": r.text, "answer_text": r.answer_text},
+                          "prompt_tokens": len(t.prompt_ids), "text": r.text, "answer_text": r.answer_text,
+                          "cut": t.extra.get("finish_reason") == "length"},
             "totals": totals, "checkpoints": rows}
 
 
