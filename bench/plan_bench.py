@@ -31,7 +31,7 @@ if __name__ == "__main__":  # vLLM spawns workers that re-import this file
 
     from tests.test_plan_tokens import generated_tokens
     from tests.workflow_helpers import default_config, env_for, make_workdir
-    from thinkprobe.generate.budget import plan_study, study_config
+    from thinkprobe.generate.planner import plan_study, study_config
     from thinkprobe.generate.study_checks import check_study
 
     ap = argparse.ArgumentParser()

@@ -240,7 +240,7 @@ def all_trace_inputs():
 
 
 # ---- models by hub id (rules/models.smk) and the study's checks (thinkprobe.generate.study_checks) ----
-from thinkprobe.generate.budget import hub_models as _hub_models
+from thinkprobe.generate.planner import hub_models as _hub_models
 from thinkprobe.generate.study_checks import check_study as _check_study
 
 _problems = _check_study(config, base=".", collect=COLLECT)
@@ -276,7 +276,7 @@ def model_manifest(model):
 
 # ---- resources of the generation jobs (collect, traj_sample): from the model and the plan ----
 # JOB_PLAN (rules/trajectories.smk, once both plans exist) is the planner's estimate of every generation job
-# (thinkprobe.generate.budget); each job's runtime, memory and CPUs follow from it (thinkprobe.generate.jobres).
+# (thinkprobe.generate.planner); each job's runtime, memory and CPUs follow from it (thinkprobe.generate.jobres).
 # Resources only: changing any of them reruns nothing.
 
 

@@ -26,7 +26,7 @@ if _overwrites and not config["overwrite_protected"]:
     raise WorkflowError(_protect.refusal(_overwrites))
 # Every generation job's expected tokens and hours, and so its resources (rules/common.smk:
 # generation_resource); a job that would ask for more than resources.max_runtime stops planning.
-from thinkprobe.generate.budget import plan_study as _plan_study
+from thinkprobe.generate.planner import plan_study as _plan_study
 
 JOB_PLAN = _plan_study(config, ".", collect=COLLECT, trajectories=TRAJ_PLAN)
 _over_cap = JOB_PLAN.over_cap()

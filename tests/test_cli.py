@@ -62,6 +62,24 @@ def test_subcommands_are_the_documented_ones():
     assert set(_subparsers(build_parser())) == {"analyze", "profile", "ablate", "agree", "trajectory", "plan", "show", "summary"}
 
 
+def test_each_subcommand_runs_its_own_module_bound_by_set_defaults():
+    """Dispatch is argparse's: each subcommand's parser binds ``run`` of its module ``thinkprobe.commands.<name>``
+    (no chain of ifs with a fall-through)."""
+    import importlib
+
+    for name, sub in _subparsers(build_parser()).items():
+        assert sub.get_default("func") is importlib.import_module(f"thinkprobe.commands.{name}").run, name
+
+
+def test_an_unknown_subcommand_is_argparse_error_exit_2(capsys):
+    with pytest.raises(SystemExit) as exc:
+        main(["ablat", str(DEMO)])
+    assert exc.value.code == 2
+    assert "invalid choice: 'ablat'" in capsys.readouterr().err
+    proc = thinkprobe("frobnicate", str(DEMO))
+    assert proc.returncode == 2 and "invalid choice: 'frobnicate'" in proc.stderr and proc.stdout == ""
+
+
 @pytest.mark.parametrize("command", [None, "analyze", "profile", "ablate", "agree", "trajectory", "plan", "show", "summary"])
 def test_help_exits_0_and_documents_every_option(command):
     parser = build_parser()
@@ -268,8 +286,10 @@ def test_missing_path_exits_2_naming_it(argv, capsys):
 
 def test_help_imports_no_heavy_library():
     """Registering every subcommand (what `thinkprobe --help` does) imports no pandas, numpy or scipy: each
-    subcommand imports its libraries when it runs (bench/loop_bench.py measures the start-up time)."""
+    subcommand imports its libraries when it runs (bench/loop_bench.py measures the start-up time). Nor the
+    trajectory sampler, which derives its code hashes when imported (a quarter of a second)."""
     code = ("import sys; from thinkprobe.cli import build_parser; build_parser(); "
-            "print(','.join(sorted(m for m in ('pandas', 'numpy', 'scipy', 'torch', 'vllm') if m in sys.modules)))")
+            "print(','.join(sorted(m for m in ('pandas', 'numpy', 'scipy', 'torch', 'vllm', 'thinkprobe.trajectories.sampling')"
+            " if m in sys.modules)))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=REPO)
     assert out.stdout.strip() == "", f"heavy libraries imported by the CLI's parser: {out.stdout.strip()}"

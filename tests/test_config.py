@@ -168,3 +168,17 @@ def test_cli_parameter_overrides_and_errors(tmp_path):
 def test_params_are_frozen():
     with pytest.raises(dataclasses.FrozenInstanceError):
         Params().trajectory.elab_percentile = 1  # type: ignore[misc]
+
+
+def test_each_section_check_is_the_one_its_schema_block_names():
+    """The models' and the statistics' checks are named by their schema blocks (``x-checks-from``), so the
+    configuration layer imports neither; a name that does not resolve is an error naming the block."""
+    from thinkprobe.config import CHECKS_FROM, declared_checks
+
+    assert SCHEMA["properties"]["models"][CHECKS_FROM] == "thinkprobe.generate.models.config_problems"
+    assert SCHEMA["properties"]["stats"][CHECKS_FROM] == "thinkprobe.stats.config_checks.config_problems"
+    broken = {"properties": {"stats": {CHECKS_FROM: "thinkprobe.stats.config_checks.no_such_check"}}}
+    with pytest.raises(ConfigError, match=r"stats: x-checks-from 'thinkprobe.stats.config_checks.no_such_check'"):
+        declared_checks({}, broken)
+    with pytest.raises(ConfigError, match=r"stats.permutations = 10: .*permutation_mcse_max = 0.01"):
+        validate_config({"stats": {"permutations": 10, "permutation_mcse_max": 0.01}}, SCHEMA)

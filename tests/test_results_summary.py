@@ -17,7 +17,8 @@ import pytest
 
 from thinkprobe.metrics import METRIC_NAMES
 from thinkprobe.profile import trace_profiles
-from thinkprobe.stats import ablation, claims, confound, cycles, discriminability, pages, robustness, snapshot, summary
+from thinkprobe.stats import (ablation, claims, confound, cycles, discriminability, pages, retake, robustness,
+                              snapshot, summary)
 
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -298,7 +299,7 @@ def test_snapshot_replace_rederive_and_cli(tmp_path, monkeypatch):
 @pytest.mark.fast
 def test_a_retake_needs_the_corpus_folder_and_names_a_missing_file(tmp_path):
     with pytest.raises(ValueError, match="needs --corpus DIR"):
-        snapshot.retake(tmp_path / "snap", corpus=None, run_study=False)
+        retake.retake(tmp_path / "snap", corpus=None, run_study=False)
     (tmp_path / "corpus").mkdir()
     with pytest.raises(FileNotFoundError, match="reasoning_comparison_deepseek-r1-distill-"):
         snapshot.study_override(tmp_path / "corpus", tmp_path / "inputs.yaml")

@@ -70,7 +70,7 @@ def _null_budget_study(max_model_len: int) -> dict:
 
 
 def test_a_study_with_max_tokens_null_is_planned_and_checked():
-    from thinkprobe.generate.budget import continuation_tokens, plan_study
+    from thinkprobe.generate.planner import continuation_tokens, plan_study
     from thinkprobe.generate.study_checks import check_study
 
     cfg = _null_budget_study(2048)

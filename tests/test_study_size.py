@@ -20,7 +20,7 @@ import yaml
 
 from tests.workflow_helpers import REPO, default_config, env_for, make_workdir, snakefile
 from thinkprobe import planchecks
-from thinkprobe.generate.budget import study_config
+from thinkprobe.generate.planner import study_config
 
 pytestmark = pytest.mark.fast
 

@@ -51,7 +51,7 @@ def test_sampling_defaults_have_one_home():
     # and the CLI's options read them
     import argparse
 
-    from thinkprobe.trajectories import cli
+    from thinkprobe.commands import trajectory as cli
 
     parser = argparse.ArgumentParser()
     sub = parser.add_subparsers()

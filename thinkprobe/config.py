@@ -8,7 +8,11 @@ is generated from :mod:`thinkprobe.params` (:func:`load_schema`).
 Beyond the schema, the checks that would otherwise fail only at run time (or as a Snakemake error that
 names no key) are made here too: a lexicon path that does not exist, an encoder model (or the second
 encoder of ``stats.sensitivity_encoder``) that is not available on this machine, and duplicate entries of
-``units.models``/``units.runs`` (``1`` and ``"1"`` are the same run).
+``units.models``/``units.runs`` (``1`` and ``"1"`` are the same run). Checks that need a higher layer's
+code (a vLLM model folder, the statistics' second encoder) are that layer's own functions, named by their
+schema block (``x-checks-from``, :func:`declared_checks`), as the defaults are (``x-defaults-from``): this
+module's code names nothing of :mod:`thinkprobe.generate`, :mod:`thinkprobe.stats` or any other subpackage
+(``tests/test_import_graph.py``); what it runs of them, the schema names.
 """
 
 from __future__ import annotations
@@ -128,9 +132,37 @@ def validate_config(config: dict[str, Any], schema: dict[str, Any], source: str 
         except ParamsError as exc:
             problems.append(str(exc))
     problems += run_time_problems(filled)
+    problems += declared_checks(filled, schema)
     if problems:
         raise ConfigError(f"invalid configuration ({source}):\n  - " + "\n  - ".join(problems))
     return filled
+
+
+CHECKS_FROM = "x-checks-from"
+
+
+def declared_checks(config: dict[str, Any], schema: dict[str, Any], base: str | Path = ".") -> list[str]:
+    """The problems found by the checks a schema block names (``x-checks-from: module.function``, or a list).
+
+    A section whose checks need code of a higher layer (the models' folders, the statistics' second encoder)
+    declares them in the schema, beside its keys, as ``x-defaults-from`` declares its defaults: each function
+    takes the filled configuration and the base folder and returns a list of problems, each naming its key.
+    This module imports them by the name the schema gives, so it names no module above it (docs/development.md,
+    "Layers and imports").
+    """
+    import importlib
+
+    problems: list[str] = []
+    for key, block in (schema.get("properties") or {}).items():
+        sources = block.get(CHECKS_FROM) if isinstance(block, dict) else None
+        for source in [sources] if isinstance(sources, str) else sources or []:
+            module, _, name = source.rpartition(".")
+            try:
+                check = getattr(importlib.import_module(module), name)
+            except (ImportError, AttributeError) as exc:
+                raise ConfigError(f"schema: {key}: {CHECKS_FROM} {source!r} cannot be imported ({exc})") from exc
+            problems += check(config, base)
+    return problems
 
 
 def _non_finite(value: Any, path: str = "") -> list[str]:
@@ -176,49 +208,9 @@ def run_time_problems(config: dict[str, Any], base: str | Path = ".") -> list[st
         problem = model_problem(str(model))
         if problem:
             problems.append(f"analysis.encoder.model = {model!r}: not available: {problem}")
-    problems += _model_problems(config, base)
-    stats = config.get("stats") if isinstance(config.get("stats"), dict) else {}
-    second = stats.get("sensitivity_encoder")
-    if second and isinstance(second, str):
-        from .stats.sensitivity import second_encoder_problem
-
-        problem = second_encoder_problem(second)
-        if problem:
-            problems.append(f"stats.sensitivity_encoder = {second!r}: not available: {problem}")
-    perms, bound = stats.get("permutations"), stats.get("permutation_mcse_max")
-    if isinstance(perms, int) and isinstance(bound, (int, float)) and 0 < bound < 0.5:
-        from .stats.permutation import check_permutations
-
-        try:
-            check_permutations(perms, bound)
-        except ValueError as exc:
-            problems.append(str(exc))
     for key in ("models", "runs"):
         values = units.get(key)
         dups = _duplicates(values) if isinstance(values, list) else []
         if dups:
             problems.append(f"units.{key} lists {', '.join(repr(d) for d in dups)} more than once")
-    return problems
-
-
-def _model_problems(config: dict[str, Any], base: str | Path) -> list[str]:
-    """The vLLM models a collection job (or enabled trajectories) will open must be loadable offline here: a
-    built-in name whose package is installed, or a local folder (a model given otherwise is not checked)."""
-    from .generate.models import model_problem
-
-    models = config.get("models") if isinstance(config.get("models"), dict) else {}
-    jobs = (config.get("collection") or {}).get("jobs") if isinstance(config.get("collection"), dict) else None
-    used = {str(j.get("model")) for j in jobs or [] if isinstance(j, dict)}
-    traj = config.get("trajectories") if isinstance(config.get("trajectories"), dict) else {}
-    if traj.get("enabled"):
-        used |= {str(m) for m in traj.get("models") or []}
-    problems = []
-    for name in sorted(used & set(models)):
-        entry = models[name] if isinstance(models[name], dict) else {}
-        if entry.get("backend") != "vllm" or ("path" not in entry and {"hub_id", "hub"} & set(entry)):
-            continue
-        key = "path" if "path" in entry else "(name)"
-        problem = model_problem(str(entry.get("path") or name), base)
-        if problem:
-            problems.append(f"models.{name}.{key} = {entry.get('path') or name!r}: not available: {problem}")
     return problems

@@ -43,7 +43,7 @@ def corpus_cache(setting: str | os.PathLike | None = None) -> Path:
     """``resources.corpus_cache``, else ``$THINKPROBE_CACHE/git`` (default ``~/.cache/thinkprobe/git``)."""
     if setting:
         return Path(setting).expanduser()
-    from .generate.models import cache_root
+    from .cache import cache_root
 
     return cache_root() / "git"
 

@@ -207,7 +207,7 @@ def main(argv: list[str] | None = None) -> int:
     with each CONFIG merged over it, as ``thinkprobe plan --configfile``)."""
     import sys
 
-    from .generate.budget import study_config
+    from .generate.planner import study_config
 
     configfiles = list(sys.argv[1:] if argv is None else argv)
     size = measure(study_config(configfiles, "."), ".")

@@ -2,7 +2,7 @@
 
 A ``question_sets:`` entry may name ``hub_id`` (a dataset repository), ``revision`` (branch, tag or commit;
 default ``main``), ``config`` (alias ``subset``) and ``split`` (default ``test``; a list reads several splits in
-order) instead of a ``path``. Rule ``fetch_dataset`` (:func:`fetch`, on a machine with network; ``snakemake
+order) instead of a ``path``. Rule ``fetch_dataset`` (:func:`thinkprobe.generate.dataset_fetch.fetch`, on a machine with network; ``snakemake
 fetch_datasets`` fetches every set a study uses) downloads the whole snapshot into the same cache as the
 models (``resources.model_cache``, huggingface_hub's layout ``datasets--{org}--{name}/snapshots/{commit}/``,
 ``refs/{revision}``) and writes ``results/datasets/{name}.json``: the resolved commit and every file with its
@@ -29,10 +29,8 @@ import re
 from pathlib import Path
 from typing import Any, Iterator, Mapping
 
-from ..outputs import sha256_file
-from .hub import HubModelError, cache_dir, check_complete, check_revision, download, missing_shards, \
-    repo_folder, resolve_commit, snapshot_files
-from .questions import QuestionSetError, _BadRecord, _iter_records
+from .hub import HubModelError, cache_dir, check_revision, missing_shards, repo_folder, resolve_commit, snapshot_files
+from .records import QuestionSetError, _BadRecord, _iter_records
 
 DATA_SUFFIXES = (".parquet", ".jsonl", ".json")
 DEFAULT_SPLIT = "test"
@@ -276,39 +274,6 @@ def hub_records(name: str, spec: Mapping[str, Any]) -> tuple[Iterator[tuple[str,
     where = (f"{spec['hub_id']}@{commit[:12]}" + (f" config {config!r}" if config else "")
              + f" split {spec.get('split', DEFAULT_SPLIT)!r}")
     return iter_records(files), where
-
-
-# ---------------------------------------------------------------------------------------------- fetching
-
-
-def fetch(name: str, spec: Mapping[str, Any], model_cache: str | os.PathLike | None = None,
-          token_env: str = "HF_TOKEN", commit: str | None = None, lock: str = "") -> dict[str, Any]:
-    """Rule ``fetch_dataset``: download the set's dataset snapshot (resumable) and return its manifest.
-
-    ``commit`` (from the lock file ``lock``) pins what is fetched. Offline, or when the hub cannot be reached,
-    a snapshot already in the cache is used if it is complete. Then the set's config and split must be in
-    the snapshot and give at least one question; the manifest lists every file with its size and sha256.
-    """
-    from .questions import read_question_set
-
-    hub_id = str(spec["hub_id"])
-    revision = check_rev(name, spec)
-    key = f"question_sets.{name}"
-    try:
-        folder = download(hub_id, revision, model_cache, token_env, commit=commit, key=key,
-                          target="fetch_datasets", repo_type="dataset", lock=lock, needs=dataset_needs)
-        check_complete(folder, hub_id, model_cache, token_env, key=key, target="fetch_datasets",
-                       repo_type="dataset", needs=dataset_needs)
-    except HubModelError as exc:
-        raise DatasetError(str(exc)) from None
-    found = read_question_set({**spec, "name": name, "dataset_cache": str(model_cache or ""),
-                               "locked_commit": folder.name})
-    files = snapshot_files(folder)
-    return {"question_set": name, "hub_id": hub_id, "revision": revision, "commit": folder.name,
-            "config": spec_config(name, spec), "split": spec.get("split", DEFAULT_SPLIT),
-            "questions": len(found.questions), "skipped": len(found.skipped),
-            "files": [{"path": p, "size": size, "sha256": sha256_file(folder / p)} for p, size in files.items()],
-            "manifest_version": MANIFEST_VERSION}
 
 
 def check_manifest(name: str, folder: Path, manifest: Mapping[str, Any]) -> None:

@@ -35,6 +35,9 @@ TRAJECTORY_SAMPLING_DEFAULTS: dict[str, Any] = {"temperature": 0.6, "top_p": 0.9
 TRAJECTORY_DEFAULTS: dict[str, Any] = {"n": 16, "stride": 16, "estimator": "full", "max_reasoning_tokens": 0,
                                        "batch_questions": 20, "prefixes_per_call": 64}
 
+# The estimators of a trajectory (`trajectories.estimator`): full continuations (the paper) or forced answers.
+ESTIMATORS = ("full", "forced")
+
 # `trajectories.forced`: the forced-answer estimator's budget per answer.
 FORCED_DEFAULTS: dict[str, Any] = {"max_tokens": 16}
 

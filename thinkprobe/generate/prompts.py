@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 from ..answers import QUESTION_TASKS as TASKS
 
 if TYPE_CHECKING:
-    from .questions import Question
+    from .records import Question
 
 
 #: How each task asks for its final answer (the forms ``thinkprobe.trajectories.parsing`` reads).

@@ -13,7 +13,7 @@ import math
 from pathlib import Path
 from typing import Any, Mapping
 
-from .budget import generation_models, local_folder
+from .planner import generation_models, local_folder
 from .defaults import VLLM_ENGINE_DEFAULTS
 from .jobres import weights_gb
 from .plan import CollectionPlan, gpus, model_settings, plan_collection

@@ -37,7 +37,7 @@ from importlib import metadata
 from typing import Any, Mapping, Sequence
 
 from .defaults import VLLM_ENGINE_DEFAULTS, kv_cache_space
-from .engine import Completion, EngineError, Generation, SamplingSpec
+from .interface import Completion, EngineError, Generation, SamplingSpec
 from ..outputs import sha256_file
 from .models import ModelNotFound, resolve_model
 

@@ -19,8 +19,10 @@ profiles) and return tables; the workflow's ``stats`` rules write them to ``resu
 - :mod:`.exact`: Spearman's rho with an exact permutation p for a handful of models.
 - :mod:`.bootstrap`: the cluster bootstrap over prompts behind the checks' intervals.
 - :mod:`.claims`: the checks against the paper: replications, identities, not comparable.
-- :mod:`.summary`, :mod:`.pages`, :mod:`.snapshot`: the results as Markdown, the generated blocks of the
-  documentation, and the committed snapshot they are generated from (stale tables, re-derivation, re-take).
+- :mod:`.summary`, :mod:`.pages`, :mod:`.snapshot`, :mod:`.retake`: the results as Markdown, the generated
+  blocks of the documentation, the committed snapshot they are generated from (stale tables, re-derivation),
+  and its re-take.
+- :mod:`.config_checks`: the ``stats`` section's checks, run with the configuration.
 
 scipy and scikit-posthocs do the tests; what they do not provide (epsilon^2, the bounded cycle census,
 the PCA weighting) is written here and tested against an independent computation.

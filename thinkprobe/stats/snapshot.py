@@ -16,7 +16,7 @@ length-excluded profile, the aggregation robustness, the cycle summary, the abla
 against the paper) can be recomputed from the snapshot alone (:func:`rederive`); seeded permutations and
 bootstraps make a re-derivation equal to the snapshot, bit for bit, whenever the code is unchanged.
 
-*Re-taken*: :func:`retake` reruns the corpus study (Snakemake reruns only the jobs whose code or inputs
+*Re-taken*: :func:`thinkprobe.stats.retake.retake` reruns the corpus study (Snakemake reruns only the jobs whose code or inputs
 changed), runs the layer ablation of the corpus sets, replaces the snapshot and regenerates every page:
 
     thinkprobe summary --retake docs/results/corpus-study --corpus CORPUS_DIR
@@ -353,49 +353,3 @@ def run_ablation_sets(corpus: str | Path, out_dir: str | Path) -> dict[str, floa
         subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
         took[name] = round(time.perf_counter() - t0, 1)
     return took
-
-
-def retake(dest: str | Path = DEFAULT_SNAPSHOT, corpus: str | Path | None = None, cores: int = 2,
-           configfiles: tuple[str, ...] = (), results: str | Path = "results", run_study: bool = True,
-           pages: tuple[str, ...] | None = None, keep_inputs: bool = False) -> dict[str, Any]:
-    """Re-take a snapshot: the corpus study (``snakemake stats --cores N --configfile config/corpus-study.yaml
-    [configfiles]``), the ablation sets (``corpus`` needed), the snapshot itself (replaced) and every generated
-    page; returns the timings. With ``corpus`` and neither ``configfiles`` nor ``keep_inputs``, the study's
-    inputs are read from the corpus folder (:func:`study_override`); ``keep_inputs`` keeps the study config's own
-    (a config that fetches its corpus itself)."""
-    from .pages import DEFAULT_PAGES, update_pages
-
-    if corpus is None:
-        raise ValueError("--retake needs --corpus DIR: the ablation sets of the snapshot are read from the corpus "
-                         "folder (with --keep-inputs the study keeps its config's own inputs)")
-    timings: dict[str, Any] = {}
-    t_all = time.perf_counter()
-    cfgs = list(configfiles)
-    with tempfile.TemporaryDirectory(prefix="thinkprobe-retake-") as tmp:
-        if not configfiles and not keep_inputs:
-            cfgs = [str(study_override(corpus, Path(tmp) / "corpus-inputs.yaml"))]
-        # the target first: --configfile takes every word after it
-        command = ["snakemake", "stats", "--cores", str(cores), "--configfile", STUDY_CONFIG, *cfgs]
-        if run_study:
-            t0 = time.perf_counter()
-            subprocess.run([sys.executable, "-m", *command], check=True)
-            timings["study_s"] = round(time.perf_counter() - t0, 1)
-        sets_dir = Path(tmp) / "sets"
-        timings["ablation_sets_s"] = run_ablation_sets(corpus, sets_dir)
-        t0 = time.perf_counter()
-        shown = " ".join(["snakemake", "stats", "--cores", str(cores), "--configfile", STUDY_CONFIG])
-        snapshot(results, dest, shown, replace=True, sets_dir=sets_dir, corpus=corpus,
-                 extra={"retake": f"thinkprobe summary --retake {dest} --corpus CORPUS_DIR", "timings": timings,
-                        "load_average": _load()})
-        n = update_pages(pages or DEFAULT_PAGES)
-        timings["snapshot_and_pages_s"] = round(time.perf_counter() - t0, 1)
-    timings["total_s"] = round(time.perf_counter() - t_all, 1)
-    timings["pages_blocks"] = n
-    return timings
-
-
-def _load() -> str:
-    try:
-        return " ".join(f"{x:.2f}" for x in os.getloadavg())
-    except OSError:
-        return "unknown"

@@ -51,14 +51,13 @@ from ..answers import DEFAULT_STOP
 from .checkpoints import (Checkpoint, RealizedTrace, Reasoning, TraceError, check_tokenizer, checkpoints,
                           engine_tokenizer_id, find_reasoning, think_close_id)
 from .checkpoints import _CLOSE as THINK_CLOSE
-from ..generate.defaults import FORCED_DEFAULTS, TRAJECTORY_DEFAULTS, TRAJECTORY_SAMPLING_DEFAULTS
+from ..generate.defaults import ESTIMATORS, FORCED_DEFAULTS, TRAJECTORY_DEFAULTS, TRAJECTORY_SAMPLING_DEFAULTS
 from ..generate.faults import is_transient, transient_failures
 from .forced import DEFAULT_ANSWER_CUES, forced_suffix_ids
 from .labelling import continuation_label, endpoint_label, label_document  # noqa: F401 - re-exported
 from .stopping import StoppingRule
 from .store import ContinuationStore  # noqa: F401 - re-exported
 
-ESTIMATORS = ("full", "forced")
 
 # The sampling code (issue 25, item 5): the functions that decide what each request asks for (prompt, budget,
 # seed, stop strings), which checkpoints are sampled again, what is stored of each continuation and how a
@@ -66,11 +65,11 @@ ESTIMATORS = ("full", "forced")
 # hash keys the store, the finished documents and the protection check, so samples taken by other code are
 # never reused. Not part of it, though the walk from those functions reaches them: a package's __init__
 # (run on import, it decides nothing) and the analysis it re-exports, the provenance helpers, the engines'
-# process plumbing and model lookup (the weights are keyed by the model's identity) and the defaults (their
-# values enter the key as settings).
+# process plumbing and model lookup (the cache folder too; the weights are keyed by the model's identity) and
+# the defaults (their values enter the key as settings).
 NOT_SAMPLING_CODE = frozenset({"__init__", "generate.__init__", "trajectories.__init__", "trajectories.distributions",
-                               "trajectories.dynamics", "codedeps", "outputs", "generate.hub", "generate.models",
-                               "generate.reaper", "generate.defaults"})
+                               "trajectories.dynamics", "codedeps", "outputs", "cache", "generate.hub",
+                               "generate.models", "generate.reaper", "generate.defaults"})
 
 
 def sampling_code(stopping: bool) -> list[str]:

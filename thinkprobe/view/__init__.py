@@ -8,7 +8,7 @@
   each value isolated in ``<bdi>``;
 * :mod:`.templating` loads the pages' jinja2 templates (``templates/``, autoescaping on) and their style
   sheets and scripts (``assets/``);
-* :mod:`.workflow` is what the workflow's ``trace_pages`` rule does; :mod:`.cli` is ``thinkprobe show``.
+* :mod:`.workflow` is what the workflow's ``trace_pages`` rule does; :mod:`thinkprobe.commands.show` is ``thinkprobe show``.
 
 Nothing is imported here, so that a stage using one of these modules hashes only the code it uses.
 """

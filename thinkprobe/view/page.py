@@ -25,7 +25,7 @@ from typing import Any, Mapping, Sequence
 from ..graph import FAMILY_OF, NODE_TYPES
 from ..vocabulary import METRIC_NAMES
 from .reference import zscore
-from .sources import PageData
+from .pagedata import PageData
 from .svg import distribution_chart, radar
 from .templating import render
 

@@ -15,34 +15,16 @@ so what the page flags is what the join counts.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any, Callable, Mapping
 
-from ..vocabulary import DIMENSIONS
 from ..units import UnitKey, unit_path
+from .pagedata import PageData
 from .reference import bundled_reference, study_reference
 
 
 class ShowError(ValueError):
     """The unit or trace cannot be shown; the message names the file or id."""
-
-
-@dataclass
-class PageData:
-    """Everything one trace page shows (see :func:`thinkprobe.view.page.render_page`)."""
-
-    title: str
-    unit: str
-    status: str = "ok"
-    reason: str | None = None
-    ids: dict[str, Any] = field(default_factory=dict)
-    graph: dict[str, Any] | None = None          # networkx node-link Thought Graph (nodes carry text, offsets)
-    metrics: dict[str, float] = field(default_factory=dict)
-    reference: dict[str, Any] | None = None       # {name, n, metrics: {m: {mean, sd}}}
-    dimensions: dict[str, Sequence[str]] = field(default_factory=lambda: dict(DIMENSIONS))
-    trajectory: dict[str, Any] | None = None      # see trajectory_view()
-    provenance: dict[str, Any] = field(default_factory=dict)
 
 
 def _read_json(path: Path) -> dict[str, Any]:

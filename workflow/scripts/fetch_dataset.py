@@ -3,7 +3,7 @@
 from thinkprobe.stages.joblog import job_log
 
 with job_log(snakemake.log[0]) as log:
-    from thinkprobe.generate.datasets import fetch
+    from thinkprobe.generate.dataset_fetch import fetch
     from thinkprobe.generate.lock import pinned
     from thinkprobe.outputs import write_json
 

@@ -5,6 +5,8 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from .common import add_params_options, analysis_params
+
 HELP = """\
 Write one trace's page: its reasoning cut into Thought Units coloured by node type, the BRCH/BACK/SYNT/CRIT
 arcs beside the text, the 19 metrics as z-scores with the 5D-CP radar, the answer-distribution trajectory
@@ -27,20 +29,23 @@ def add_parser(sub) -> argparse.ArgumentParser:
     p.add_argument("--reference", metavar="METRICS_PARQUET",
                    help="z-scores against this metrics table (default: the results folder's "
                         "tables/metrics.parquet for a unit, the bundled reference profile for a trace file)")
+    add_params_options(p)
+    p.set_defaults(func=run)
     return p
 
 
-def run(args: argparse.Namespace, params) -> int:
-    from .page import write_page
-    from .sources import page_from_results, page_from_trace
+def run(args: argparse.Namespace) -> int:
+    from ..view.page import write_page
+    from ..view.sources import page_from_results, page_from_trace
 
+    params = analysis_params(args)
     target = Path(args.target)
     if target.is_file():
         data = page_from_trace(target, args.trace_id, params)
     else:
         data = page_from_results(args.results, args.target, tau=args.tau, params=params)
     if args.reference:
-        from .reference import study_reference
+        from ..view.reference import study_reference
 
         data.reference = study_reference(args.reference)
     size = write_page(data, args.out)

@@ -1,4 +1,4 @@
-"""``thinkprobe plan``: what a study will cost, before an allocation is asked for (:mod:`thinkprobe.generate.budget`).
+"""``thinkprobe plan``: what a study will cost, before an allocation is asked for (:mod:`thinkprobe.generate.planner`).
 
     thinkprobe plan                                       # the embedded default (config/config.yaml)
     thinkprobe plan --configfile config/thinkprobe-paper.yaml
@@ -15,7 +15,7 @@ import argparse
 import json
 
 
-def add_parser(sub) -> None:
+def add_parser(sub) -> argparse.ArgumentParser:
     p = sub.add_parser("plan", help="a study's jobs, GPUs, expected tokens and GPU hours (before running it)",
                        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--configfile", nargs="+", default=[], metavar="YAML",
@@ -24,15 +24,17 @@ def add_parser(sub) -> None:
                    help="the workflow's working directory (its config/ and results/; default .)")
     p.add_argument("--json", action="store_true", help="print the rows as JSON instead of a table")
     p.add_argument("--markdown", action="store_true", help="print the per-rule totals as a Markdown table")
+    p.set_defaults(func=run)
+    return p
 
 
 def run(args: argparse.Namespace) -> int:
     from ..planchecks import study_size
-    from .budget import PlanError, plan_study, study_config
-    from .study_checks import check_study
+    from ..generate.planner import PlanError, plan_study, study_config
+    from ..generate.study_checks import check_study
 
-    from .cluster import slurm_problems
-    from .datasets import prepare_study
+    from ..generate.cluster import slurm_problems
+    from ..generate.datasets import prepare_study
 
     config = study_config(args.configfile, args.directory)
     too_large = study_size(config, args.directory)  # before any list of units is built

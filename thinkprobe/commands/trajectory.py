@@ -28,10 +28,14 @@ HELP = __doc__
 
 
 def add_parser(sub) -> argparse.ArgumentParser:
-    from ..answers import ANSWER_TASKS
-    from .sampling import ESTIMATORS, SamplingConfig
+    from types import SimpleNamespace
 
-    D = SamplingConfig()  # the one home of the sampling defaults  # noqa: N806
+    from ..answers import ANSWER_TASKS
+    from ..generate.defaults import ESTIMATORS, TRAJECTORY_DEFAULTS, TRAJECTORY_SAMPLING_DEFAULTS
+
+    # the defaults' one home, which SamplingConfig reads too; importing the sampler here would cost
+    # `thinkprobe --help` a quarter of a second
+    D = SimpleNamespace(**TRAJECTORY_DEFAULTS, **TRAJECTORY_SAMPLING_DEFAULTS)  # noqa: N806
     p = sub.add_parser("trajectory", help="sample and print the answer-distribution trajectory of one trace record",
                        description=HELP, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("record", metavar="RECORD", help="a JSON trace record (question, gold, task, model ...), or -")
@@ -54,6 +58,7 @@ def add_parser(sub) -> argparse.ArgumentParser:
     p.add_argument("--tau", type=float, default=0.8, help="commitment threshold (default 0.8)")
     p.add_argument("--json", metavar="FILE", help="write the continuation document and the record here")
     p.add_argument("--store", metavar="DIR", help="continuation store (resumable; default: a temporary folder)")
+    p.set_defaults(func=run)
     return p
 
 
@@ -95,11 +100,11 @@ def run(args: argparse.Namespace) -> int:
 def _run(args: argparse.Namespace) -> int:
     from ..generate.engine import SamplingSpec, open_engine
     from ..outputs import write_json
-    from .aggregates import trace_summary
-    from .checkpoints import RealizedTrace, engine_tokenizer_id
-    from .distributions import dominant_set, effective_support, state_from_labels
-    from .labelling import label_document
-    from .sampling import SamplingConfig, sample_traces
+    from ..trajectories.aggregates import trace_summary
+    from ..trajectories.checkpoints import RealizedTrace, engine_tokenizer_id
+    from ..trajectories.distributions import dominant_set, effective_support, state_from_labels
+    from ..trajectories.labelling import label_document
+    from ..trajectories.sampling import SamplingConfig, sample_traces
 
     rec = _read_record(args.record)
     os.environ.setdefault("VLLM_LOGGING_STREAM", "ext://sys.stderr")  # stdout carries the table only

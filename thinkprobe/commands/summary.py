@@ -1,14 +1,15 @@
-"""``thinkprobe summary``: the command line of :mod:`thinkprobe.stats.summary`, :mod:`.pages` and
-:mod:`.snapshot`, kept apart so that registering the subcommand imports no pandas (``thinkprobe --help``
-starts in a fraction of a second)."""
+"""``thinkprobe summary``: the command line of :mod:`thinkprobe.stats.summary`, :mod:`thinkprobe.stats.pages`,
+:mod:`thinkprobe.stats.snapshot` and :mod:`thinkprobe.stats.retake`; registering the subcommand imports none of
+them (no pandas: ``thinkprobe --help`` starts in a fraction of a second)."""
 
 from __future__ import annotations
 
+import argparse
 import json
 import sys
 
 
-def add_parser(sub) -> None:
+def add_parser(sub) -> argparse.ArgumentParser:
     """``thinkprobe summary``: print a statistics folder's results; snapshot, re-take or check a snapshot;
     regenerate the results blocks of the documentation."""
     p = sub.add_parser("summary", help="the study's results as Markdown, from results/stats (or a snapshot)",
@@ -33,34 +34,36 @@ def add_parser(sub) -> None:
     p.add_argument("--pages", action="store_true", help="regenerate the results blocks of README.md and docs/")
     p.add_argument("--stale", metavar="SNAPSHOT", help="list the tables of SNAPSHOT whose code or config changed")
     p.add_argument("--readme", metavar="FILE", help="rewrite FILE's results blocks (as --pages, for one file)")
+    p.set_defaults(func=run)
+    return p
 
 
-def run_cli(args) -> int:
+def run(args: argparse.Namespace) -> int:
     if args.retake:
-        from .snapshot import retake
+        from ..stats.retake import retake
 
         timings = retake(args.retake, args.corpus, args.cores, tuple(args.configfile), keep_inputs=args.keep_inputs)
         print(json.dumps(timings), file=sys.stderr)
         return 0
     if args.stale:
-        from .snapshot import stale_tables
+        from ..stats.snapshot import stale_tables
 
         stale = stale_tables(args.stale)
         print("\n".join(stale) if stale else f"{args.stale}: up to date")
         return 1 if stale else 0
     if args.pages or args.readme:
-        from .pages import DEFAULT_PAGES, update_pages
+        from ..stats.pages import DEFAULT_PAGES, update_pages
 
         pages = (args.readme,) if args.readme else DEFAULT_PAGES
         print(f"{update_pages(pages)} results block(s) regenerated in {', '.join(pages)}", file=sys.stderr)
         return 0
     if args.snapshot:
-        from .snapshot import snapshot
+        from ..stats.snapshot import snapshot
 
         dest = snapshot(args.stats_dir, args.snapshot, args.run_command or "(not recorded)")
         print(f"snapshot: {dest}", file=sys.stderr)
         return 0
-    from .summary import summary_text
+    from ..stats.summary import summary_text
 
     print(summary_text(args.stats_dir), end="")
     return 0
