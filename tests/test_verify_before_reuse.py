@@ -244,3 +244,20 @@ def test_an_altered_collected_unit_is_never_reused(tmp_path):
         assert trace.exists()  # the analysed sample stays where it is
     finally:
         peer.close()
+
+
+def test_a_page_never_shows_an_altered_unit_file(tmp_path):
+    """Trace pages (`thinkprobe show`, rule trace_pages) read the graph and metrics unit files verified: an
+    altered one is an error naming the file, never a page of what was written into it."""
+    from thinkprobe.stages.unitfiles import unit_doc, write_unit
+    from thinkprobe.view.sources import ShowError, page_from_results
+
+    unit = {"model": "m", "question_set": "qs", "question_id": "q1", "run": "1"}
+    graph = tmp_path / "results/graphs/m/qs/q1/1.json"
+    write_unit(graph, unit_doc(unit, "excluded", {}, "too short", "segment", trace_id="m/qs/q1/1", ids=unit))
+    assert page_from_results(tmp_path / "results", "m/qs/q1/1").reason == "too short"
+    doc = json.loads(graph.read_text())
+    doc["reason"] = "<b>edited</b>"
+    graph.write_text(json.dumps(doc))
+    with pytest.raises(ShowError, match=f"{graph}: its content does not match its digest"):
+        page_from_results(tmp_path / "results", "m/qs/q1/1")

@@ -35,6 +35,17 @@ def _read_json(path: Path) -> dict[str, Any]:
         raise ShowError(f"{path}: cannot read: {exc}") from exc
 
 
+def _read_unit(path: Path) -> dict[str, Any]:
+    """A unit file the page shows, verified before it is shown (its digest: :mod:`thinkprobe.integrity`): an
+    altered graph or metrics file is an error naming it, never a page of what someone wrote into it."""
+    from ..stages.unitfiles import UnitFileError, read_unit
+
+    try:
+        return read_unit(path)
+    except UnitFileError as exc:
+        raise ShowError(str(exc)) from exc
+
+
 MAX_UNIT_PARTS = 24  # an id as written with more '/' than this is not looked for (C(23, 3) = 1,771 readings)
 
 
@@ -161,8 +172,8 @@ def page_from_results(results: str | Path, unit: str, tau: float = 0.8, params=N
     results = Path(results)
     key = resolve_unit(results, unit)
     gpath, mpath = results / "graphs" / f"{key.path}.json", results / "metrics" / f"{key.path}.json"
-    gdoc = _read_json(gpath)
-    mdoc = _read_json(mpath) if mpath.exists() else {}
+    gdoc = _read_unit(gpath)
+    mdoc = _read_unit(mpath) if mpath.exists() else {}
     ids = dict(gdoc.get("ids") or key.as_dict())
     page = PageData(title="/".join(str(ids.get(k) or v) for k, v in key.as_dict().items()), unit=key.path,
                     status=mdoc.get("status", gdoc["status"]), reason=mdoc.get("reason", gdoc.get("reason")),
