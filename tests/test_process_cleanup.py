@@ -60,19 +60,41 @@ def _job(code: str, tmp_path: Path, name: str = "job.py") -> tuple[subprocess.Po
     raise AssertionError(f"the job died before it was ready ({proc.wait()})")
 
 
+
+# Inside a job: wait until the watchdog's record lists every descendant of the job (but the watchdog) and the
+# given /dev/shm names, i.e. the watchdog has seen them (what a fixed sleep of three polls used to assume).
+SEEN = """
+def seen(watchdog, names=()):
+    import json, os, time
+    from thinkprobe.generate import reaper
+    deadline = time.time() + 30
+    while time.time() < deadline:
+        kids = {str(p) for p in reaper.descendants(os.getpid())} - {str(watchdog.pid)}
+        try:
+            with open(watchdog.record) as fh:
+                record = json.load(fh)
+        except (OSError, ValueError):
+            record = {}
+        if kids <= set(record.get("processes", {})) and set(names) <= set(record.get("segments", ())):
+            return
+        time.sleep(0.05)
+    raise SystemExit("the watchdog did not record the job's processes within 30 s")
+"""
+
 @pytest.mark.fast
 def test_children_of_a_sigkilled_job_die_with_it(tmp_path):
-    proc, info = _job(f"""
-        import json, os, socket, subprocess, sys, tempfile, time
-        from thinkprobe.generate import reaper
-        scratch = tempfile.mkdtemp(dir={str(tmp_path)!r})
-        reaper.start(scratch)
-        kids = [subprocess.Popen(["sleep", "300"]), subprocess.Popen(["sh", "-c", "sleep 300 & wait"])]
-        s = socket.socket(socket.AF_UNIX); s.bind(os.path.join(scratch, "engine.sock"))
-        time.sleep(1.5)  # the watchdog has seen them
-        print("READY", json.dumps({{"scratch": scratch}}), flush=True)
-        time.sleep(300)
-    """, tmp_path)
+    proc, info = _job(SEEN + f"""
+import json, os, socket, subprocess, sys, tempfile, time
+from thinkprobe.generate import reaper
+scratch = tempfile.mkdtemp(dir={str(tmp_path)!r})
+watchdog = reaper.start(scratch)
+kids = [subprocess.Popen(["sleep", "300"]), subprocess.Popen(["sh", "-c", "sleep 300 & wait"])]
+s = socket.socket(socket.AF_UNIX); s.bind(os.path.join(scratch, "engine.sock"))
+time.sleep(0.2)  # sh has started its sleep
+seen(watchdog)
+print("READY", json.dumps({{"scratch": scratch}}), flush=True)
+time.sleep(300)
+""", tmp_path)
     kids = {p: s for p, s in descendants(proc.pid).items()}
     assert len(kids) >= 4  # the watchdog, sleep, sh and its sleep
     assert Path(info["scratch"], "engine.sock").exists()
@@ -100,14 +122,14 @@ print(json.dumps([own.name, "sem." + sem._semlock.name[1:], f"sem.loky-{os.getpi
 time.sleep(600)
 """
 
-JOB = f"""
+JOB = SEEN + f"""
 import json, subprocess, sys, time
 from thinkprobe.generate import reaper
 if __name__ == "__main__":
     watchdog = reaper.start(None)
     holder = subprocess.Popen([sys.executable, "-c", {HOLDER!r}, sys.argv[1]], stdout=subprocess.PIPE, text=True)
     names = json.loads(holder.stdout.readline())
-    time.sleep(1.5)  # the watchdog has seen them
+    seen(watchdog, names)
     print("READY", json.dumps({{"names": names, "record": watchdog.record}}), flush=True)
     time.sleep(600)
 """
@@ -154,9 +176,10 @@ def test_a_killed_jobs_shared_memory_is_removed_and_no_live_jobs_ever(tmp_path):
 
         job, names, record = _shm_job(tmp_path, "job2.py", mine.name)
         procs.append(job)
+        watchdog = descendants(job.pid)
         os.killpg(job.pid, signal.SIGKILL)  # the whole group, the watchdog too (a SLURM job step's end)
         job.wait()
-        time.sleep(2)
+        assert _wait_gone(watchdog, 15) == [], "the job's processes outlived SIGKILL of their group"
         assert names | {record} <= _shm(), "nothing was left: this fault does not test the sweep"
         removed = _sweep()
         assert set(removed) == names and not (names | {record}) & _shm()

@@ -193,9 +193,16 @@ def _tables(tmp_path: Path, *, capped: bool = False, cbc_full: float = 0.3) -> P
     return d
 
 
+@pytest.fixture(scope="module")
+def study_tables(tmp_path_factory) -> Path:
+    """:func:`_tables` with its defaults, computed once for the tests that only read it (its permutation nulls
+    and bootstrap intervals take about a second)."""
+    return _tables(tmp_path_factory.mktemp("study"))
+
+
 @pytest.mark.fast
-def test_summary_rows_name_their_tables_and_the_paper(tmp_path):
-    d = _tables(tmp_path)
+def test_summary_rows_name_their_tables_and_the_paper(study_tables):
+    d = study_tables
     text = summary.summary_text(d)
     rows = summary.headline(summary.load_tables(d))
     tables = {r[3] for r in rows}
@@ -212,8 +219,8 @@ def test_summary_rows_name_their_tables_and_the_paper(tmp_path):
 
 
 @pytest.mark.fast
-def test_capped_cycle_counts_are_lower_bounds(tmp_path):
-    exact = summary.summary_text(_tables(tmp_path / "a", capped=False))
+def test_capped_cycle_counts_are_lower_bounds(tmp_path, study_tables):
+    exact = summary.summary_text(study_tables)
     bound = summary.summary_text(_tables(tmp_path / "b", capped=True))
     assert "none capped" in exact and ">= " not in exact.split("cycles per trace")[1].split("\n")[0]
     line = bound.split("cycles per trace")[1].split("\n")[0]
@@ -238,8 +245,8 @@ def test_replications_can_replicate_fail_or_be_inconclusive(tmp_path):
 
 
 @pytest.mark.fast
-def test_identity_violations_are_bugs_and_never_counted(tmp_path):
-    d = _tables(tmp_path)
+def test_identity_violations_are_bugs_and_never_counted(study_tables):
+    d = study_tables
     t = summary.load_tables(d)
     le = t["length_excluded"].copy()
     le.loc[le.dimension == "Breadth", "delta"] = 0.05  # a length exclusion that changed Breadth: a bug
@@ -250,9 +257,9 @@ def test_identity_violations_are_bugs_and_never_counted(tmp_path):
 
 
 @pytest.mark.fast
-def test_estimates_are_the_values_of_the_statistics_tables(tmp_path):
+def test_estimates_are_the_values_of_the_statistics_tables(study_tables):
     """The checks recompute their statistics from the per-trace tables: on all rows, the tables' own values."""
-    d = _tables(tmp_path)
+    d = study_tables
     t = summary.load_tables(d)
     c = t["claims"].set_index("key")
     k = t["kruskal"].set_index(["grouping", "kind", "target"])
@@ -266,21 +273,22 @@ def test_estimates_are_the_values_of_the_statistics_tables(tmp_path):
 
 
 @pytest.mark.fast
-def test_snapshot_replace_rederive_and_cli(tmp_path, monkeypatch):
-    d = _tables(tmp_path)
+def test_snapshot_replace_rederive_and_cli(tmp_path, monkeypatch, study_tables):
+    d = study_tables
+    results = d.parent
     out = subprocess.run([sys.executable, "-m", "thinkprobe.cli", "summary", str(d)], capture_output=True, text=True)
     assert out.returncode == 0, out.stderr
     assert out.stdout == summary.summary_text(d)
     snap = tmp_path / "docs" / "run1"
-    snapshot.snapshot(tmp_path / "results", snap, "snakemake --cores 2", root=ROOT)
+    snapshot.snapshot(results, snap, "snakemake --cores 2", root=ROOT)
     run = summary.read_run(snap)
     assert run["name"] == "run1" and run["command"] == "snakemake --cores 2" and len(run["date"]) == 10
     assert set(run["code"]) == set(snapshot.TABLE_CHAINS)
     assert {"metrics.parquet", "cycles.parquet", "ablation_traces.parquet"} <= {p.name for p in snap.iterdir()}
     assert (snap / "summary.md").read_text().startswith("Run `run1`: commit")
     with pytest.raises(FileExistsError, match="already there"):
-        snapshot.snapshot(tmp_path / "results", snap, "again", root=ROOT)
-    snapshot.snapshot(tmp_path / "results", snap, "again", replace=True, root=ROOT)
+        snapshot.snapshot(results, snap, "again", root=ROOT)
+    snapshot.snapshot(results, snap, "again", replace=True, root=ROOT)
     assert summary.read_run(snap)["command"] == "again" and not list(snap.parent.glob(".run1*"))
     assert snapshot.stale_tables(snap, ROOT) == []
     tampered = dict(run, code={**run["code"], "kruskal": "0" * 64})

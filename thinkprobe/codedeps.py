@@ -203,6 +203,7 @@ def used_modules(entries: Iterable[Ref]) -> list[str]:
     """
     seen: set[Ref] = set()
     modules: set[str] = set()
+    infos: dict[str, _ModuleInfo | None] = {}  # one stat per module and call, not one per name visited
     todo = list(entries)
     while todo:
         ref = todo.pop()
@@ -210,9 +211,11 @@ def used_modules(entries: Iterable[Ref]) -> list[str]:
             continue
         seen.add(ref)
         module, name = ref
-        if not _is_module(module):
+        if module not in infos:
+            infos[module] = _module_info(module) if _is_module(module) else None
+        info = infos[module]
+        if info is None:
             continue
-        info = _module_info(module)
         if module not in modules:
             modules.add(module)
             todo += [(module, n) for n in info.always]
