@@ -19,8 +19,8 @@ import pytest
 import yaml
 
 from tests.workflow_helpers import REPO, default_config, env_for, make_workdir, snakefile
-from thinkprobe import planchecks
-from thinkprobe.generate.planner import study_config
+from thinkprobe.study import planchecks
+from thinkprobe.study.planner import study_config
 
 pytestmark = pytest.mark.fast
 
@@ -83,7 +83,7 @@ def test_keys_within_their_limits_whose_product_is_too_large_are_refused_before_
     study = tmp_path / "study.yaml"
     study.write_text(yaml.safe_dump({}))
     expected = ("collection.jobs would collect 1,001,000 units, above the limit of 1,000,000 a study may plan "
-                "(thinkprobe.planchecks.MAX_UNITS): smollm2 x big: 1,001 questions x 1,000 runs "
+                "(thinkprobe.study.planchecks.MAX_UNITS): smollm2 x big: 1,001 questions x 1,000 runs "
                 "(collection.jobs[0].runs)")
     out, seconds = _plan(wd, study)
     assert out.returncode == 2 and expected in out.stderr, out.stderr[-2000:]
@@ -105,7 +105,7 @@ def test_checkpoints_continuations_and_questions_per_set_are_bounded(tmp_path):
     cfg["trajectories"].update(stride=1, max_reasoning_tokens=200_000)
     problems = planchecks.study_size(cfg, wd)
     assert ("trajectories: a trace may have 200,001 checkpoints, above the limit of 100,000 "
-            "(thinkprobe.planchecks.MAX_CHECKPOINTS): smollm2 x gsm8k_demo: 200,000 tokens "
+            "(thinkprobe.study.planchecks.MAX_CHECKPOINTS): smollm2 x gsm8k_demo: 200,000 tokens "
             "(trajectories.max_reasoning_tokens) at stride 1 (trajectories.stride)") in problems
     cfg = json.loads(json.dumps(base))  # each key within its limit: 3,000 traces x 513 checkpoints x N = 10,000
     cfg["trajectories"].update(n=10_000, max_reasoning_tokens=0, runs=list(range(1, 1001)))
@@ -113,7 +113,7 @@ def test_checkpoints_continuations_and_questions_per_set_are_bounded(tmp_path):
     size = planchecks.measure(cfg, wd)
     assert (size.traces, size.checkpoints, size.continuations) == (3_000, 513, 3_000 * 513 * 10_000)
     assert ("trajectories may sample up to 15,390,000,000 continuations, above the limit of 10,000,000,000 "
-            "(thinkprobe.planchecks.MAX_CONTINUATIONS): 3,000 traces x up to 513 checkpoints (smollm2 x gsm8k_demo: "
+            "(thinkprobe.study.planchecks.MAX_CONTINUATIONS): 3,000 traces x up to 513 checkpoints (smollm2 x gsm8k_demo: "
             "8,192 tokens (collection.jobs[1].sampling.max_tokens) at stride 16 (trajectories.stride)) x N = 10000 "
             "(trajectories.n)") in planchecks.study_size(cfg, wd)
     # questions per set: a file without `limit` selecting more than the limit
@@ -122,7 +122,7 @@ def test_checkpoints_continuations_and_questions_per_set_are_bounded(tmp_path):
     cfg["question_sets"]["many"] = {"source": "gsm8k", "path": str(tmp_path / "many.jsonl")}
     cfg["collection"]["jobs"] = [{"model": "smollm2", "question_set": "many", "runs": 1}]
     assert ("question_sets.many selects 100,001 questions, above the limit of 100,000 per set "
-            "(thinkprobe.planchecks.MAX_QUESTIONS): set its `limit`") in planchecks.study_size(cfg, wd)
+            "(thinkprobe.study.planchecks.MAX_QUESTIONS): set its `limit`") in planchecks.study_size(cfg, wd)
 
 
 def test_the_shipped_studies_are_far_below_every_limit():

@@ -16,7 +16,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from .pages import DEFAULT_PAGES, update_pages
+from ..stats.pages import DEFAULT_PAGES, update_pages
 from .snapshot import DEFAULT_SNAPSHOT, STUDY_CONFIG, run_ablation_sets, snapshot, study_override
 
 
