@@ -2,8 +2,8 @@
 
     thinkprobe summary --retake docs/results/corpus-study --corpus CORPUS_DIR
 
-It sits above both :mod:`.snapshot` (what a snapshot holds) and :mod:`.pages` (the documentation blocks
-rendered from a snapshot), so that neither imports the other back.
+It sits above both :mod:`.snapshot` (what a snapshot holds) and :mod:`thinkprobe.stats.pages` (the
+documentation blocks rendered from a snapshot), so that neither imports the other back.
 """
 
 from __future__ import annotations

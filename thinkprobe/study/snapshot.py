@@ -1,11 +1,11 @@
 """The committed snapshot of a study's results: what it holds, when it is stale, how it is re-derived and re-taken.
 
 A snapshot (``docs/results/<name>/``) is what the documentation quotes: the statistics tables the summary
-reads (:data:`.summary.SNAPSHOT_TABLES`), the per-trace tables behind them (:data:`TRACE_TABLES`: the
+reads (:data:`thinkprobe.stats.summary.SNAPSHOT_TABLES`), the per-trace tables behind them (:data:`TRACE_TABLES`: the
 metrics of every trace, the cycle census of every graph, the layer ablation's per-trace values), the layer
 ablation of a few corpus sets beside the paper's Table 6 (``ablate-<set>.parquet``, :data:`ABLATION_SETS`),
 and ``run.json``: commit, date, command, how long each step took, and the code hash of every table
-(:func:`table_code`). Everything in the pages comes from these files through :mod:`.pages`.
+(:func:`table_code`). Everything in the pages comes from these files through :mod:`thinkprobe.stats.pages`.
 
 *Stale*: a table is stale when the code (or the configuration) that computes it has changed since the
 snapshot was taken: :func:`stale_tables` compares ``run.json``'s hashes with today's, and
