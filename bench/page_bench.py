@@ -66,7 +66,7 @@ def main() -> None:
     from thinkprobe.params import Params
     from thinkprobe.text import count_tokens
     from thinkprobe.view.page import typed_arcs, write_page
-    from thinkprobe.view.sources import page_from_trace
+    from thinkprobe.stages.page_sources import page_from_trace
 
     chromium = shutil.which("chromium")
     if not CORPUS.exists() or not chromium:

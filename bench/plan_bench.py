@@ -31,8 +31,8 @@ if __name__ == "__main__":  # vLLM spawns workers that re-import this file
 
     from tests.test_plan_tokens import generated_tokens
     from tests.workflow_helpers import default_config, env_for, make_workdir
-    from thinkprobe.generate.planner import plan_study, study_config
-    from thinkprobe.generate.study_checks import check_study
+    from thinkprobe.study.planner import plan_study, study_config
+    from thinkprobe.study.study_checks import check_study
 
     ap = argparse.ArgumentParser()
     ap.add_argument("--run-default", action="store_true")

@@ -22,7 +22,7 @@ import pandas as pd
 from thinkprobe.vocabulary import DIMENSIONS, METRIC_NAMES
 from thinkprobe.stats import confound, correlation, cycles, discriminability, posthoc, robustness, stability
 from thinkprobe.stats.claims import claims_table
-from thinkprobe.stats.snapshot import study_config
+from thinkprobe.study.snapshot import study_config
 from thinkprobe.stages.stats import rule_params
 from thinkprobe.stats.summary import SNAPSHOT_TABLES
 from thinkprobe.stages.unitfiles import read_unit

@@ -21,7 +21,7 @@ except ConfigError as exc:
 config.clear()
 config.update(_validated)
 
-from thinkprobe.planchecks import study_size as _study_size
+from thinkprobe.study.planchecks import study_size as _study_size
 
 _too_large = _study_size(config, ".")  # before any list of units is built (join_collection, TrajectoryPlan)
 if _too_large:
@@ -82,7 +82,7 @@ try:  # collected units (config `collection`) join the grid: thinkprobe.generate
     COLLECT = join_collection(DISCOVERY, config, base=".")
 except CollectionConfigError as exc:
     raise WorkflowError(f"invalid collection: {exc}")
-from thinkprobe.planchecks import unknown_grid_models
+from thinkprobe.study.planchecks import unknown_grid_models
 
 _unknown_models = unknown_grid_models(config["units"]["models"], DISCOVERY.found_models, COLLECT.models)
 if _unknown_models and (DISCOVERY.records or COLLECT.units):  # with nothing at all, the message below says more
@@ -239,9 +239,9 @@ def all_trace_inputs():
     return imported + [ancient(p) if done else p for p, done in COLLECTED.inputs(COLLECT.units)]
 
 
-# ---- models by hub id (rules/models.smk) and the study's checks (thinkprobe.generate.study_checks) ----
-from thinkprobe.generate.planner import hub_models as _hub_models
-from thinkprobe.generate.study_checks import check_study as _check_study
+# ---- models by hub id (rules/models.smk) and the study's checks (thinkprobe.study.study_checks) ----
+from thinkprobe.study.planner import hub_models as _hub_models
+from thinkprobe.study.study_checks import check_study as _check_study
 
 _problems = _check_study(config, base=".", collect=COLLECT)
 if not workflow.remote_exec:  # what SLURM (sinfo, sacctmgr) says of the placement keys the config sets, once
@@ -276,7 +276,7 @@ def model_manifest(model):
 
 # ---- resources of the generation jobs (collect, traj_sample): from the model and the plan ----
 # JOB_PLAN (rules/trajectories.smk, once both plans exist) is the planner's estimate of every generation job
-# (thinkprobe.generate.planner); each job's runtime, memory and CPUs follow from it (thinkprobe.generate.jobres).
+# (thinkprobe.study.planner); each job's runtime, memory and CPUs follow from it (thinkprobe.generate.jobres).
 # Resources only: changing any of them reruns nothing.
 
 

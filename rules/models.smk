@@ -1,6 +1,6 @@
 # Models and datasets by Hugging Face hub id (thinkprobe.generate.hub, thinkprobe.generate.datasets), trace
 # collections by git (thinkprobe.corpus_git), the lock file (thinkprobe.generate.lock) and the study planner
-# (thinkprobe.generate.planner). docs/data.md describes them for a user.
+# (thinkprobe.study.planner). docs/data.md describes them for a user.
 #
 # fetch_model: one job per hub model used by collection or trajectories; fills resources.model_cache with the
 # pinned revision (the lock's commit when the study has a lock) and writes results/models/{model}.json

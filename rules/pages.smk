@@ -47,7 +47,7 @@ rule trace_pages:
     log:
         "results/logs/trace_pages.log",
     localrule: True  # like the figures and report pages: no SLURM job of its own (a page costs milliseconds
-    # unless its trajectory's reasoning must be analysed anew, see thinkprobe.view.sources)
+    # unless its trajectory's reasoning must be analysed anew, see thinkprobe.stages.page_sources)
     conda:
         ENVS["cpu"]
     script:

@@ -11,7 +11,7 @@ try:
     TRAJ_PLAN = _traj_batches.TrajectoryPlan(config)
 except _traj_batches.PlanError as exc:
     raise WorkflowError(str(exc))
-from thinkprobe.planchecks import uncollected_trajectories as _uncollected
+from thinkprobe.study.planchecks import uncollected_trajectories as _uncollected
 
 _not_collected = (_uncollected(TRAJ_PLAN.models, TRAJ_PLAN.questions, COLLECT.jobs)
                   if TRAJ_PLAN.batches and TRAJ["enabled"] else None)
@@ -26,7 +26,7 @@ if _overwrites and not config["overwrite_protected"]:
     raise WorkflowError(_protect.refusal(_overwrites))
 # Every generation job's expected tokens and hours, and so its resources (rules/common.smk:
 # generation_resource); a job that would ask for more than resources.max_runtime stops planning.
-from thinkprobe.generate.planner import plan_study as _plan_study
+from thinkprobe.study.planner import plan_study as _plan_study
 
 JOB_PLAN = _plan_study(config, ".", collect=COLLECT, trajectories=TRAJ_PLAN)
 _over_cap = JOB_PLAN.over_cap()

@@ -64,7 +64,7 @@ def test_generation_resources_are_derived_from_the_model_and_the_expected_tokens
 
 
 def test_the_plan_gives_each_job_its_runtime_and_flags_jobs_over_the_cap():
-    from thinkprobe.generate.planner import plan_study
+    from thinkprobe.study.planner import plan_study
 
     cfg = default_config()
     cfg["inputs"] = []
@@ -86,7 +86,7 @@ def test_the_plan_gives_each_job_its_runtime_and_flags_jobs_over_the_cap():
 def test_every_decoding_is_counted_with_its_own_tokens():
     """The trajectories paper's temperature comparison samples four models on GSM8K at T = 0.2 and 1.0: those
     jobs generate as many tokens as the default decoding's (same traces, same budget), not start-up only."""
-    from thinkprobe.generate.planner import plan_study
+    from thinkprobe.study.planner import plan_study
 
     cfg = default_config()
     cfg["inputs"] = []
@@ -98,7 +98,7 @@ def test_every_decoding_is_counted_with_its_own_tokens():
 
 
 def test_reasoning_models_are_expected_to_write_more_than_prompted_chains_of_thought():
-    from thinkprobe.generate.planner import prior_tokens
+    from thinkprobe.study.planner import prior_tokens
 
     cfg = _validated({"inputs": []})
     native, _ = prior_tokens(cfg, {"name": "r1", "reasoning": "native"}, "gsm8k")
@@ -109,7 +109,7 @@ def test_reasoning_models_are_expected_to_write_more_than_prompted_chains_of_tho
 
 
 def test_a_model_too_large_for_a_node_or_its_gpus_is_a_config_error_naming_the_key():
-    from thinkprobe.generate.study_checks import check_study
+    from thinkprobe.study.study_checks import check_study
 
     cfg = default_config()
     cfg["inputs"] = []

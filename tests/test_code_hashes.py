@@ -112,9 +112,9 @@ def test_rule_scripts_refuses_a_code_param_that_is_not_its_scripts(tmp_path):
 def test_every_module_a_script_imports_is_in_its_hash():
     """Direct imports, and one step further: the modules each imported function's own body takes names from.
     And nothing in the hash that the script's imports could not load."""
-    from thinkprobe.codedeps import JOB_LOG_ENTRIES, module_data, rule_scripts, script_modules
+    from thinkprobe.codedeps import job_log_entries, module_data, rule_scripts, script_modules
 
-    job_log = {m for m, _ in JOB_LOG_ENTRIES}
+    job_log = {m for m, _ in job_log_entries()}
     package = REPO / "thinkprobe"
     for rule in rule_scripts(REPO / "rules").values():
         if rule.code is None:
@@ -153,6 +153,59 @@ def test_every_module_a_script_imports_is_in_its_hash():
         loadable = _closure(direct)
         files = set(module_data(loadable))
         assert hashed - files <= loadable, f"{rule.script}: {sorted(hashed - files - loadable)} cannot be loaded"
+
+
+def test_the_job_plumbing_is_what_the_joblog_module_holds():
+    """The names left out of every hash are derived from ``stages/joblog.py``: each public name it defines or
+    imports (found here by reading it, without codedeps), by both of its import paths, and nothing else."""
+    from thinkprobe.codedeps import JOB_LOG_MODULE, job_log_entries, rule_scripts, script_modules
+
+    tree = ast.parse((REPO / "thinkprobe" / "stages" / "joblog.py").read_text(encoding="utf-8"))
+    defined = {n.name for n in tree.body if isinstance(n, (ast.FunctionDef, ast.ClassDef))}
+    # relative imports of stages/joblog.py: level 1 is stages, level 2 the package
+    imported = {(".".join(["stages"][: 2 - n.level] + [n.module]), a.asname or a.name)
+                for n in tree.body if isinstance(n, ast.ImportFrom) and n.level for a in n.names}
+    public = {n for n in defined | {b for _, b in imported} if not n.startswith("_")}
+    assert {"job_log", "log_timing", "JobClock", "require_gpus"} <= public
+    assert job_log_entries() == {(JOB_LOG_MODULE, n) for n in public} | {(m, n) for m, n in imported
+                                                                           if not n.startswith("_")}
+    assert ("timing", "JobClock") in job_log_entries() and ("generate.gpu_guard", "require_gpus") in job_log_entries()
+    # so no script's hash holds the plumbing modules, although scripts import them (traj_sample: require_gpus)
+    scripts = {r.script for r in rule_scripts(REPO / "rules").values()}  # traj_sample has an identity, no code
+    assert "traj_sample.py" in scripts and "import_traces.py" in scripts
+    for script in scripts:
+        hashed = script_modules(SCRIPTS / script)
+        assert JOB_LOG_MODULE not in hashed and "generate.gpu_guard" not in hashed, script
+
+
+def test_a_plumbing_function_added_to_joblog_is_left_out_without_being_named(tmp_path):
+    """In a copy of the package: a new public function in stages/joblog.py, imported by a script, adds nothing to
+    that script's hash; the same function in a module of its own does."""
+    root = tmp_path / "copy"
+    shutil.copytree(REPO / "thinkprobe", root / "thinkprobe", ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copytree(SCRIPTS, root / "workflow" / "scripts")
+    with open(root / "thinkprobe" / "stages" / "joblog.py", "a") as fh:
+        fh.write("\n\ndef log_memory(log):\n    print('rss', file=log)\n")
+    (root / "thinkprobe" / "memlog.py").write_text("def log_memory(log):\n    print('rss', file=log)\n")
+    probe = r'''
+import json, sys
+from thinkprobe import codedeps
+base = codedeps.SCRIPTS_DIR / "graph.py"
+text = base.read_text()
+out = {}
+for module in ("stages.joblog", "memlog"):
+    path = codedeps.SCRIPTS_DIR / f"probe_{module.replace('.', '_')}.py"
+    path.write_text(f"from thinkprobe.{module} import log_memory\n" + text)
+    out[module] = sorted(set(codedeps.script_modules(path)) - set(codedeps.script_modules(base)))
+print("PROBE " + json.dumps(out))
+'''
+    proc = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120, cwd=root,
+                          env={**os.environ, "PYTHONPATH": str(root)})
+    line = next((ln for ln in proc.stdout.splitlines() if ln.startswith("PROBE ")), None)
+    assert line, proc.stderr[-3000:]
+    added = json.loads(line[len("PROBE "):])
+    assert added["stages.joblog"] == []
+    assert added["memlog"] == ["memlog"]
 
 
 def _direct_imports_of(stmt: ast.ImportFrom, module: str) -> list[dict[str, str]]:

@@ -9,7 +9,8 @@ import stat
 
 import pytest
 
-from thinkprobe.generate.unit_store import store_path, trace_unit_doc
+from thinkprobe.generate.unit_store import store_path
+from thinkprobe.stages.collect import trace_unit_doc
 from thinkprobe.stages.collect import collect_batch
 from thinkprobe.generate.engine import EngineError, SamplingSpec, open_engine
 from thinkprobe.generate.plan import CollectionConfigError, join_collection, plan_collection, unit_seed

@@ -8,10 +8,13 @@ still a circle in the design, so it counts. ``from .x import name`` points at th
 that is a module, else at ``x``; importing a submodule is not counted as importing its package's
 ``__init__`` (every package that re-exports its modules would otherwise be a circle).
 
-The layers, lowest first: the core modules (``thinkprobe/*.py``), the subpackages (:data:`SUBPACKAGES`) and
-the command line (``thinkprobe/cli.py`` and ``thinkprobe/commands/``). A lower layer never imports a higher
-one; :data:`KNOWN_REACH_UP` lists the core modules that still do, each with what it needs, so that the list
-can only shrink.
+The layers (docs/development.md, "Layers and imports"), lowest first: the core modules (``thinkprobe/*.py``),
+``generate``, the analyses (``trajectories``, ``stats``, ``view``), the rule bodies (``stages``), the study
+(``study``) and the command line (``cli.py``, ``commands/``): :data:`LAYERS`. A module imports modules of its
+own package, or of a package of a lower layer; two packages of one layer import nothing of each other; so the
+packages' own import graph has no circle either. A module whose file cannot move to the package it belongs
+to is placed there by :data:`PLACED`, with the reason; it is then judged as a module of that package (what it
+imports, and who imports it).
 """
 
 from __future__ import annotations
@@ -25,16 +28,23 @@ import pytest
 pytestmark = pytest.mark.fast
 
 PACKAGE_DIR = Path(__file__).resolve().parents[1] / "thinkprobe"
-SUBPACKAGES = ("generate", "stats", "trajectories", "view", "stages")
-COMMAND_LINE = ("thinkprobe.cli", "thinkprobe.commands")
-# Core modules that still import a subpackage (planning checks that need the planner and the samplers, and a
-# protection check that needs the engines' defaults): what they import, so that a new reach-up fails.
-KNOWN_REACH_UP = {
-    "thinkprobe.planchecks": {"thinkprobe.generate.planner", "thinkprobe.generate.questions",
-                              "thinkprobe.trajectories.sampling"},
-    "thinkprobe.protect": {"thinkprobe.generate.defaults"},
+# Lowest first. "core": the modules of the package's top folder; "cli": cli.py and commands/.
+LAYERS = (
+    ("core",),  # traces, units, outputs, params, config, pipeline, graph, metrics, ...: no engine, no rule
+    ("generate",),  # engines, models, question sets, the collection jobs and their store
+    ("trajectories", "stats", "view"),  # analyses: trajectories sample through generate's engines
+    ("stages",),  # the rule bodies: they run the analyses and write the per-unit files
+    ("study",),  # a whole study: the planner, its checks, the results snapshot (which re-runs rule bodies)
+    ("cli",),
+)
+CLI = ("cli", "commands")  # top-level names of the command line layer
+# Modules that belong to another package than the folder they lie in, and why they cannot move there.
+PLACED = {
+    # The identity of a continuation batch (its sampling settings, model, engine settings with the engines'
+    # defaults, sampling code): the trajectories' protection. The sampling code imports it as
+    # ``thinkprobe.protect``, and moving it means editing that code, whose hash keys every stored continuation.
+    "thinkprobe.protect": "trajectories",
 }
-
 
 def _modules(root: Path) -> dict[str, tuple[Path, bool]]:
     """Dotted module name -> (source file, is a package) for every ``.py`` under the package folder ``root``."""
@@ -128,11 +138,48 @@ def _describe(graph: dict[str, set[str]], component: list[str]) -> str:
     return "; ".join(f"{v} -> {', '.join(sorted(graph[v] & inside))}" for v in component)
 
 
-def _layer(module: str) -> str:
-    if module == "thinkprobe.cli" or module.startswith("thinkprobe.commands"):
+def _subpackages(graph: dict[str, set[str]]) -> set[str]:
+    return {m.split(".")[1] for m in graph if m.count(".") >= 2} - set(CLI)
+
+
+def package_of(module: str, subpackages: set[str], placed: dict[str, str] = PLACED) -> str:
+    """The package a module belongs to: its subpackage, ``"cli"`` or ``"core"`` (or what :data:`PLACED` says)."""
+    if module in placed:
+        return placed[module]
+    parts = module.split(".")[1:]
+    if parts and parts[0] in CLI:
         return "cli"
-    parts = module.split(".")
-    return parts[1] if len(parts) > 2 or (len(parts) == 2 and parts[1] in SUBPACKAGES) else "core"
+    return parts[0] if parts and parts[0] in subpackages else "core"
+
+
+def layer_problems(graph: dict[str, set[str]], layers=LAYERS, placed: dict[str, str] = PLACED) -> list[str]:
+    """Every import that reaches up a layer or sideways into another package of its own layer, and every
+    package that has no layer."""
+    subpackages = _subpackages(graph)
+    rank = {package: k for k, layer in enumerate(layers) for package in layer}
+    problems = [f"package {p!r} has no layer (LAYERS)" for p in sorted(subpackages - set(rank))]
+    for module, targets in sorted(graph.items()):
+        mine = package_of(module, subpackages, placed)
+        for target in sorted(targets):
+            theirs = package_of(target, subpackages, placed)
+            if theirs == mine or mine not in rank or theirs not in rank:
+                continue
+            if rank[theirs] > rank[mine]:
+                problems.append(f"{module} ({mine}) imports {target} ({theirs}): a higher layer")
+            elif rank[theirs] == rank[mine]:
+                problems.append(f"{module} ({mine}) imports {target} ({theirs}): another package of its layer")
+    return problems
+
+
+def package_graph(graph: dict[str, set[str]], placed: dict[str, str] = PLACED) -> dict[str, set[str]]:
+    """Package -> the other packages its modules import."""
+    subpackages = _subpackages(graph)
+    out: dict[str, set[str]] = {}
+    for module, targets in graph.items():
+        mine = package_of(module, subpackages, placed)
+        out.setdefault(mine, set()).update(package_of(t, subpackages, placed) for t in targets)
+        out[mine].discard(mine)
+    return out
 
 
 @pytest.fixture(scope="module")
@@ -164,25 +211,30 @@ def test_config_imports_no_subpackage_even_indirectly(graph):
         for w in graph[todo.pop()] - seen:
             seen.add(w)
             todo.append(w)
-    reached = sorted(m for m in seen if _layer(m) != "core")
+    reached = sorted(m for m in seen if package_of(m, _subpackages(graph)) != "core")
     assert not reached, f"thinkprobe.config reaches up into {reached}"
 
 
-def test_no_module_reaches_up_a_layer(graph):
-    """Core modules import no subpackage (but :data:`KNOWN_REACH_UP`), and nothing imports the command line."""
-    problems = []
-    for module, targets in sorted(graph.items()):
-        mine = _layer(module)
-        for target in sorted(targets):
-            theirs = _layer(target)
-            if theirs == "cli" and mine != "cli":
-                problems.append(f"{module} imports the command line ({target})")
-            elif mine == "core" and theirs not in ("core", "cli") \
-                    and target not in KNOWN_REACH_UP.get(module, ()):
-                problems.append(f"{module} (core) imports {target} ({theirs})")
+def test_no_module_reaches_up_a_layer_or_sideways(graph):
+    """Every import goes down a layer or stays in its package, and every package has a layer."""
+    problems = layer_problems(graph)
     assert not problems, "\n".join(problems)
-    gone = {m: sorted(set(t) - graph.get(m, set())) for m, t in KNOWN_REACH_UP.items() if set(t) - graph.get(m, set())}
-    assert not gone, f"no longer imported, take them out of KNOWN_REACH_UP: {gone}"
+
+
+def test_the_packages_import_each_other_in_no_circle(graph):
+    packages = package_graph(graph)
+    assert {"generate", "trajectories", "stages", "study", "cli"} <= set(packages)
+    assert "generate" in packages["trajectories"] and "trajectories" not in packages["generate"]
+    assert not cycles(packages), " | ".join(_describe(packages, c) for c in cycles(packages))
+
+
+def test_the_layers_name_exactly_the_packages_there_are(graph):
+    """A new subpackage must be given a layer, and a layer names no package that is gone; a placed module exists
+    and lies outside the package it is placed in (else it needs no placing)."""
+    named = {p for layer in LAYERS for p in layer} - {"core", "cli"}
+    assert named == _subpackages(graph)
+    for module, package in PLACED.items():
+        assert module in graph and not module.startswith(f"thinkprobe.{package}."), module
 
 
 def _package(tmp_path: Path, files: dict[str, str]) -> Path:
@@ -230,3 +282,43 @@ def test_a_package_without_circles_has_none(tmp_path):
     graph = import_graph(root)
     assert graph == {"pkg": set(), "pkg.a": {"pkg.b"}, "pkg.b": {"pkg.c"}, "pkg.c": set()}
     assert cycles(graph) == []
+
+
+def test_a_reach_up_a_sideways_import_and_a_package_circle_are_found(tmp_path):
+    """The layer check on a package written for it: a core module importing a subpackage, a package importing
+    another of its layer, an import of a higher layer from inside a function, an unplaced package, and a
+    placed module judged as its package's."""
+    root = _package(tmp_path, {
+        "base.py": "def f():\n    from .high import top\n",  # core -> high, lazily
+        "ok.py": "from .low import x\n",  # core -> low: reaches up too (low is above core)
+        "placed.py": "from .low import x\n",  # placed in "high": may import low
+        "low/__init__.py": "", "low/x.py": "from .. import base\n",  # low -> core: fine
+        "mid_a/__init__.py": "", "mid_a/y.py": "from ..mid_b import z\n",  # sideways
+        "mid_b/__init__.py": "", "mid_b/z.py": "import pkg.mid_a.y\n",  # sideways back: a package circle
+        "high/__init__.py": "", "high/top.py": "from ..low import x\nfrom .. import placed\n",
+        "loose/__init__.py": "", "loose/w.py": "",
+    })
+    graph = import_graph(root)
+    layers = (("core",), ("low",), ("mid_a", "mid_b"), ("high",), ("cli",))
+    placed = {"pkg.placed": "high"}
+    assert layer_problems(graph, layers, placed) == [
+        "package 'loose' has no layer (LAYERS)",
+        "pkg.base (core) imports pkg.high.top (high): a higher layer",
+        "pkg.mid_a.y (mid_a) imports pkg.mid_b.z (mid_b): another package of its layer",
+        "pkg.mid_b.z (mid_b) imports pkg.mid_a.y (mid_a): another package of its layer",
+        "pkg.ok (core) imports pkg.low.x (low): a higher layer",
+    ]
+    assert package_graph(graph, placed)["high"] == {"low"}  # pkg.placed's import counts as high's, not core's
+    assert cycles(package_graph(graph, placed)) == [["core", "high", "low"], ["mid_a", "mid_b"]]
+    # the same package without the reach-ups: only what is left is reported
+    (root / "base.py").write_text("")
+    (root / "ok.py").write_text("")
+    (root / "mid_b" / "z.py").write_text("")
+    (root / "loose" / "w.py").unlink()
+    (root / "loose" / "__init__.py").unlink()
+    (root / "loose").rmdir()
+    graph = import_graph(root)
+    assert layer_problems(graph, layers, placed) == [
+        "pkg.mid_a.y (mid_a) imports pkg.mid_b.z (mid_b): another package of its layer"]
+    assert cycles(package_graph(graph, placed)) == []
+    assert layer_problems(graph, (("core",), ("low",), ("mid_b",), ("mid_a",), ("high",), ("cli",)), placed) == []

@@ -34,7 +34,7 @@ OWN_SCRIPTS = {"trace": 1, "table": 1, "summary": 0}  # <script> elements of our
 
 
 def _trajectory(graph: dict) -> dict:
-    """A trajectory in the form ``view.sources.trajectory_view`` returns, its answer labels the payloads (a
+    """A trajectory in the form ``stages.page_sources.trajectory_view`` returns, its answer labels the payloads (a
     continuation's answer is model output, as untrusted as the trace)."""
     ends = sorted(n["end"] for n in graph["nodes"])
     labels = ["72", *PAYLOADS]
@@ -57,7 +57,7 @@ def pages(tmp_path_factory, encoder):
     from thinkprobe.params import Params
     from thinkprobe.stages.tables import html_table
     from thinkprobe.view.page import write_page
-    from thinkprobe.view.sources import page_from_trace
+    from thinkprobe.stages.page_sources import page_from_trace
     from thinkprobe.view.summary import write_model_pages
 
     root = tmp_path_factory.mktemp("hostile")
@@ -141,7 +141,7 @@ def test_the_templates_are_package_data_and_in_the_code_hash_of_every_page_rule(
     import tomllib
 
     from thinkprobe.codedeps import module_data, script_modules
-    from thinkprobe.view.sources import page_modules
+    from thinkprobe.stages.page_sources import page_modules
     from thinkprobe.view.templating import environment
 
     package = REPO / "thinkprobe"

@@ -60,7 +60,7 @@ def _jobs(output: str) -> list[dict]:
 
 
 def _plan_jobs(study: Path, wd: Path) -> dict[str, int]:
-    from thinkprobe.generate.planner import plan_study, study_config
+    from thinkprobe.study.planner import plan_study, study_config
 
     plan = plan_study(study_config([study], wd), wd)
     return {r.rule: r.jobs for r in plan.by_rule()} | {"analysis_slurm": sum(r.slurm_jobs for r in plan.rows

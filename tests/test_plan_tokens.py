@@ -35,7 +35,7 @@ def generated_tokens(results) -> dict[str, int]:
 
 
 def test_planner_estimates_the_embedded_default_within_a_factor_of_2(tmp_path):
-    from thinkprobe.generate.planner import plan_study, study_config
+    from thinkprobe.study.planner import plan_study, study_config
 
     cfg = default_config()
     cfg["inputs"] = []  # the bundled traces cost no generation; keep the run to its LLM stages

@@ -1,4 +1,4 @@
-"""The generated results (thinkprobe/stats/summary.py, claims.py, pages.py, snapshot.py): every results block of
+"""The generated results (thinkprobe/stats/summary.py, claims.py, pages.py, thinkprobe/study/snapshot.py): every results block of
 the README and the docs is the output of the code for a committed snapshot, so a number changed by hand fails;
 prose outside the blocks holds no number; the snapshot is current (or the test names its stale tables and the
 command that re-takes it); its statistics re-derived twice from its per-trace tables are identical, and equal to
@@ -17,8 +17,8 @@ import pytest
 
 from thinkprobe.metrics import METRIC_NAMES
 from thinkprobe.profile import trace_profiles
-from thinkprobe.stats import (ablation, claims, confound, cycles, discriminability, pages, retake, robustness,
-                              snapshot, summary)
+from thinkprobe.stats import ablation, claims, confound, cycles, discriminability, pages, robustness, summary
+from thinkprobe.study import retake, snapshot
 
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -70,8 +70,8 @@ def _null_budget_study(max_model_len: int) -> dict:
 
 
 def test_a_study_with_max_tokens_null_is_planned_and_checked():
-    from thinkprobe.generate.planner import continuation_tokens, plan_study
-    from thinkprobe.generate.study_checks import check_study
+    from thinkprobe.study.planner import continuation_tokens, plan_study
+    from thinkprobe.study.study_checks import check_study
 
     cfg = _null_budget_study(2048)
     assert cfg["trajectories"]["sampling"]["max_tokens"] is None
@@ -91,7 +91,7 @@ def test_a_study_with_max_tokens_null_is_planned_and_checked():
 
 
 def test_max_tokens_null_that_leaves_no_room_is_a_config_error_naming_the_key():
-    from thinkprobe.generate.study_checks import check_study
+    from thinkprobe.study.study_checks import check_study
 
     problems = check_study(_null_budget_study(300), REPO)  # a 256-token trace + the 64-token answer > 300
     assert any("trajectories smollm2 x gsm8k_demo" in p and "trajectories.sampling.max_tokens null" in p
@@ -99,7 +99,7 @@ def test_max_tokens_null_that_leaves_no_room_is_a_config_error_naming_the_key():
 
 
 def test_a_decoding_with_a_budget_is_checked_with_its_own_budget():
-    from thinkprobe.generate.study_checks import check_study
+    from thinkprobe.study.study_checks import check_study
 
     cfg = default_config()
     cfg["inputs"] = []

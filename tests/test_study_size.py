@@ -19,8 +19,8 @@ import pytest
 import yaml
 
 from tests.workflow_helpers import REPO, default_config, env_for, make_workdir, snakefile
-from thinkprobe import planchecks
-from thinkprobe.generate.planner import study_config
+from thinkprobe.study import planchecks
+from thinkprobe.study.planner import study_config
 
 
 LIMIT_BYTES = 1 << 30
@@ -77,7 +77,7 @@ def test_a_billion_runs_stops_the_workflow_parse_naming_the_keys_in_bounded_time
 
 # 1,000 runs (the schema's maximum) x 1,001 questions = 1,001,000 units: one over the study limit.
 TOO_LARGE = ("collection.jobs would collect 1,001,000 units, above the limit of 1,000,000 a study may plan "
-             "(thinkprobe.planchecks.MAX_UNITS): smollm2 x big: 1,001 questions x 1,000 runs "
+             "(thinkprobe.study.planchecks.MAX_UNITS): smollm2 x big: 1,001 questions x 1,000 runs "
              "(collection.jobs[0].runs)")
 
 
@@ -122,7 +122,7 @@ def test_checkpoints_continuations_and_questions_per_set_are_bounded(tmp_path):
     cfg["trajectories"].update(stride=1, max_reasoning_tokens=200_000)
     problems = planchecks.study_size(cfg, wd)
     assert ("trajectories: a trace may have 200,001 checkpoints, above the limit of 100,000 "
-            "(thinkprobe.planchecks.MAX_CHECKPOINTS): smollm2 x gsm8k_demo: 200,000 tokens "
+            "(thinkprobe.study.planchecks.MAX_CHECKPOINTS): smollm2 x gsm8k_demo: 200,000 tokens "
             "(trajectories.max_reasoning_tokens) at stride 1 (trajectories.stride)") in problems
     cfg = json.loads(json.dumps(base))  # each key within its limit: 3,000 traces x 513 checkpoints x N = 10,000
     cfg["trajectories"].update(n=10_000, max_reasoning_tokens=0, runs=list(range(1, 1001)))
@@ -130,7 +130,7 @@ def test_checkpoints_continuations_and_questions_per_set_are_bounded(tmp_path):
     size = planchecks.measure(cfg, wd)
     assert (size.traces, size.checkpoints, size.continuations) == (3_000, 513, 3_000 * 513 * 10_000)
     assert ("trajectories may sample up to 15,390,000,000 continuations, above the limit of 10,000,000,000 "
-            "(thinkprobe.planchecks.MAX_CONTINUATIONS): 3,000 traces x up to 513 checkpoints (smollm2 x gsm8k_demo: "
+            "(thinkprobe.study.planchecks.MAX_CONTINUATIONS): 3,000 traces x up to 513 checkpoints (smollm2 x gsm8k_demo: "
             "8,192 tokens (collection.jobs[1].sampling.max_tokens) at stride 16 (trajectories.stride)) x N = 10000 "
             "(trajectories.n)") in planchecks.study_size(cfg, wd)
     # questions per set: a file without `limit` selecting more than the limit
@@ -139,7 +139,7 @@ def test_checkpoints_continuations_and_questions_per_set_are_bounded(tmp_path):
     cfg["question_sets"]["many"] = {"source": "gsm8k", "path": str(tmp_path / "many.jsonl")}
     cfg["collection"]["jobs"] = [{"model": "smollm2", "question_set": "many", "runs": 1}]
     assert ("question_sets.many selects 100,001 questions, above the limit of 100,000 per set "
-            "(thinkprobe.planchecks.MAX_QUESTIONS): set its `limit`") in planchecks.study_size(cfg, wd)
+            "(thinkprobe.study.planchecks.MAX_QUESTIONS): set its `limit`") in planchecks.study_size(cfg, wd)
 
 
 @pytest.mark.fast

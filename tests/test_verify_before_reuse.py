@@ -250,7 +250,7 @@ def test_a_page_never_shows_an_altered_unit_file(tmp_path):
     """Trace pages (`thinkprobe show`, rule trace_pages) read the graph and metrics unit files verified: an
     altered one is an error naming the file, never a page of what was written into it."""
     from thinkprobe.stages.unitfiles import unit_doc, write_unit
-    from thinkprobe.view.sources import ShowError, page_from_results
+    from thinkprobe.stages.page_sources import ShowError, page_from_results
 
     unit = {"model": "m", "question_set": "qs", "question_id": "q1", "run": "1"}
     graph = tmp_path / "results/graphs/m/qs/q1/1.json"

@@ -113,7 +113,7 @@ def test_show_names_a_unit_that_is_not_there(tmp_path):
 @pytest.mark.fast
 def test_show_reads_a_unit_id_as_written_and_names_every_reading_when_ids_hold_slashes(tmp_path):
     from thinkprobe.traces import safe_id
-    from thinkprobe.view.sources import ShowError, resolve_unit
+    from thinkprobe.stages.page_sources import ShowError, resolve_unit
 
     def unit(*ids):
         path = tmp_path / "graphs" / "/".join(safe_id(i) for i in ids[:-1]) / f"{ids[-1]}.json"

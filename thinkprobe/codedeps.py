@@ -252,21 +252,37 @@ def module_data(modules: Iterable[str]) -> list[str]:
     return sorted(files)
 
 
-# What a rule script imports only to write its job's log (stderr, traceback, timings) or to check the node it runs
-# on (a GPU job's GPUs): part of no output.
-JOB_LOG_ENTRIES = frozenset({("stages.joblog", "job_log"), ("timing", "JobClock"), ("stages.joblog", "log_timing"),
-                             ("generate.gpu_guard", "require_gpus")})
+JOB_LOG_MODULE = "stages.joblog"  # a rule script's plumbing: its log, its timing line, its GPU check
+
+
+@lru_cache(maxsize=None)
+def job_log_entries() -> frozenset[Ref]:
+    """What a rule script imports only to run its job (write its log and timing line, check the node's GPUs),
+    part of no output: every public name :data:`JOB_LOG_MODULE` defines or imports, as
+    ``(JOB_LOG_MODULE, name)``, and for an imported one also where it comes from (a script may import
+    ``JobClock`` from ``thinkprobe.timing``). Read from that module's source, so a plumbing function written
+    there is left out of every hash without being named anywhere else.
+
+    >>> sorted(n for m, n in job_log_entries() if m == JOB_LOG_MODULE)
+    ['JobClock', 'job_log', 'log_timing', 'require_gpus']
+    >>> ("timing", "JobClock") in job_log_entries()
+    True
+    """
+    info = _module_info(JOB_LOG_MODULE)
+    names = [n for n in (*info.defs, *info.bindings) if not n.startswith("_")]
+    return frozenset({(JOB_LOG_MODULE, n) for n in names} | {info.bindings[n] for n in names if n in info.bindings})
 
 
 def script_entries(script: str | Path) -> list[Ref]:
     """The thinkprobe names a rule script (``workflow/scripts/*.py``) imports, anywhere in it, as
-    ``(module, name)`` pairs, less :data:`JOB_LOG_ENTRIES`: the entry points of the rule's work."""
+    ``(module, name)`` pairs, less :func:`job_log_entries`: the entry points of the rule's work."""
     tree = ast.parse(Path(script).read_text(encoding="utf-8"))
     refs: set[Ref] = set()
     for node in ast.walk(tree):
         if isinstance(node, (ast.Import, ast.ImportFrom)):
             refs |= set(_import_refs("__main__", node).values())
-    return sorted((r for r in refs if r not in JOB_LOG_ENTRIES), key=lambda r: (r[0], r[1] or ""))
+    plumbing = job_log_entries()
+    return sorted((r for r in refs if r not in plumbing), key=lambda r: (r[0], r[1] or ""))
 
 
 def script_modules(script: str | Path, data: Iterable[str] = ()) -> list[str]:
@@ -327,7 +343,7 @@ class RuleScript:
 
 def rule_scripts(rules_dir: str | Path = RULES_DIR) -> dict[str, RuleScript]:
     """Every rule with a ``script:`` in ``rules_dir/*.smk``, read from the text (no Snakemake): what the code-hash
-    coverage test and the snapshot's stage hashes (:func:`thinkprobe.stats.snapshot.stage_hashes`) start from.
+    coverage test and the snapshot's stage hashes (:func:`thinkprobe.study.snapshot.stage_hashes`) start from.
     A rule defined in a loop (``rule:`` with ``name: f"stats_fig_{_fig}"``) is listed under its name's text.
     A ``code=`` param that is not ``script_code(<its own script>, ...)`` is an error naming the rule."""
     import re

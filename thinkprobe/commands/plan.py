@@ -1,4 +1,4 @@
-"""``thinkprobe plan``: what a study will cost, before an allocation is asked for (:mod:`thinkprobe.generate.planner`).
+"""``thinkprobe plan``: what a study will cost, before an allocation is asked for (:mod:`thinkprobe.study.planner`).
 
     thinkprobe plan                                       # the embedded default (config/config.yaml)
     thinkprobe plan --configfile config/thinkprobe-paper.yaml
@@ -29,9 +29,9 @@ def add_parser(sub) -> argparse.ArgumentParser:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..planchecks import study_size
-    from ..generate.planner import PlanError, plan_study, study_config
-    from ..generate.study_checks import check_study
+    from ..study.planchecks import study_size
+    from ..study.planner import PlanError, plan_study, study_config
+    from ..study.study_checks import check_study
 
     from ..generate.cluster import slurm_problems
     from ..generate.datasets import prepare_study

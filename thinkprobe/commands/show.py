@@ -36,7 +36,7 @@ def add_parser(sub) -> argparse.ArgumentParser:
 
 def run(args: argparse.Namespace) -> int:
     from ..view.page import write_page
-    from ..view.sources import page_from_results, page_from_trace
+    from ..stages.page_sources import page_from_results, page_from_trace
 
     params = analysis_params(args)
     target = Path(args.target)

@@ -1,5 +1,5 @@
 """``thinkprobe summary``: the command line of :mod:`thinkprobe.stats.summary`, :mod:`thinkprobe.stats.pages`,
-:mod:`thinkprobe.stats.snapshot` and :mod:`thinkprobe.stats.retake`; registering the subcommand imports none of
+:mod:`thinkprobe.study.snapshot` and :mod:`thinkprobe.study.retake`; registering the subcommand imports none of
 them (no pandas: ``thinkprobe --help`` starts in a fraction of a second)."""
 
 from __future__ import annotations
@@ -40,13 +40,13 @@ def add_parser(sub) -> argparse.ArgumentParser:
 
 def run(args: argparse.Namespace) -> int:
     if args.retake:
-        from ..stats.retake import retake
+        from ..study.retake import retake
 
         timings = retake(args.retake, args.corpus, args.cores, tuple(args.configfile), keep_inputs=args.keep_inputs)
         print(json.dumps(timings), file=sys.stderr)
         return 0
     if args.stale:
-        from ..stats.snapshot import stale_tables
+        from ..study.snapshot import stale_tables
 
         stale = stale_tables(args.stale)
         print("\n".join(stale) if stale else f"{args.stale}: up to date")
@@ -58,7 +58,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"{update_pages(pages)} results block(s) regenerated in {', '.join(pages)}", file=sys.stderr)
         return 0
     if args.snapshot:
-        from ..stats.snapshot import snapshot
+        from ..study.snapshot import snapshot
 
         dest = snapshot(args.stats_dir, args.snapshot, args.run_command or "(not recorded)")
         print(f"snapshot: {dest}", file=sys.stderr)

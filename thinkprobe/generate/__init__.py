@@ -3,10 +3,12 @@
 Modules: ``interface`` (the engine interface and its dataclasses, a leaf), ``engine`` (:func:`open_engine`,
 the factory), ``vllm_engine`` and ``http_engine`` (the two backends, imported only when opened), ``models``
 (local model folders; SmolLM2 built in), ``hub`` (the Hugging Face cache), ``reasoning`` (reasoning/answer
-split, looping detection), ``plan`` (collection planning at parse time), ``collect`` (the collection job),
-``records`` (question records, reading question files), ``datasets`` (question sets by hub id),
-``dataset_fetch`` (rule ``fetch_dataset``), ``questions`` (question sets, benchmark loaders), ``prompts``
-(prompt variants and answer formats) and ``planner`` (the study planner, ``thinkprobe plan``).
+split, looping detection), ``plan`` (the collection jobs, planned at parse time), ``unit_store`` (the
+collection job's store of finished units; the job itself is :mod:`thinkprobe.stages.collect`), ``records``
+(question records, reading question files), ``datasets`` (question sets by hub id), ``dataset_fetch`` (rule
+``fetch_dataset``), ``questions`` (question sets, benchmark loaders), ``prompts`` (prompt variants and answer
+formats) and ``jobres`` (a generation job's resources). The study planner, which needs trajectories too, is
+:mod:`thinkprobe.study.planner`, a layer above.
 """
 
 from .engine import Completion, Engine, EngineError, Generation, SamplingSpec, open_engine

@@ -1,7 +1,7 @@
 """The resources of a generation job (``collect``, ``traj_sample``), derived from the model and the plan.
 
 A generation job loads one model and generates the tokens the planner expects of it
-(:mod:`thinkprobe.generate.planner`), so what it asks SLURM for follows from those two:
+(:mod:`thinkprobe.study.planner`), so what it asks SLURM for follows from those two:
 
 ``runtime`` (minutes)
     ``resources.runtime_factor`` x the job's expected hours (expected tokens / the model's throughput +

@@ -6,8 +6,9 @@ file per unit (``<store>/<question_id>/<run>.json``, atomically and sealed with 
 generated again. :func:`unit_identity` is what decides a unit's sample (model, prompt,
 sampling, seed), :func:`unit_settings` its digest kept in the record (a stored unit generated with other
 settings is refused, never overwritten: :class:`StaleUnits`), and :func:`batch_digest` the collection rule's
-identity param. :func:`write_trace_file` writes the analysis's trace file of a stored unit once
-(:func:`trace_unit_doc`), and :func:`unit_lengths` is what the planner reads of it from the job's manifest.
+identity param, and :func:`unit_lengths` is what the planner reads of it from the job's manifest. The analysis's
+trace file of a stored unit (a unit file) is written by the collection stage
+(:func:`thinkprobe.stages.collect.write_trace_file`): unit files are the rule bodies' format, above this package.
 """
 
 from __future__ import annotations
@@ -165,24 +166,6 @@ def unit_lengths(doc: Mapping[str, Any]) -> dict[str, int | None]:
     return {"completion_tokens": len(ids), "reasoning_tokens": round(len(ids) * share)}
 
 
-def write_trace_file(unit: Mapping[str, str], store_file: str | os.PathLike, out: str | os.PathLike,
-                     record: Mapping[str, Any] | None = None) -> bool:
-    """Write a collected unit's trace file from its stored record, unless it exists; True when written.
-
-    A trace file is written once, atomically, then made read-only like the store: a rerun of the batch
-    (an added run or question, a killed job resumed) writes only the missing files and never rewrites one.
-    """
-    from ..stages.unitfiles import write_unit  # sealed: verified before reuse (thinkprobe.integrity)
-
-    out = Path(out)
-    if out.exists():
-        return False
-    write_unit(out, trace_unit_doc(unit, store_file, record=record))
-    mode = stat.S_IMODE(out.stat().st_mode)
-    os.chmod(out, mode & ~(stat.S_IWUSR | stat.S_IWGRP | stat.S_IWOTH))
-    return True
-
-
 def batch_digest(params: Mapping[str, Any]) -> str:
     """What decides a collection job's outputs, as one short digest (the rule's only identity param): each of
     its units and the settings that decide the unit's sample (:func:`unit_settings`: model, prompt, sampling,
@@ -194,38 +177,3 @@ def batch_digest(params: Mapping[str, Any]) -> str:
     for u in params["units"]:
         h.update(f"{UnitKey(**u['unit']).path}\t{unit_settings(u, params)}\n".encode())
     return h.hexdigest()[:16]
-
-
-def trace_unit_doc(unit: Mapping[str, str], store_file: str | os.PathLike | None, reason: str | None = None,
-                   record: Mapping[str, Any] | None = None) -> dict[str, Any]:
-    """The analysis's unit file (``results/traces/...``) for a collected unit, from its stored record.
-
-    The same document the import stage writes (``trace.text`` is the reasoning, verbatim), plus
-    ``origin: collected``, the answer, the generation record (token ids, finish reason, looping) and the
-    collection provenance. A unit that no collection job asks for (a model or run of other question sets)
-    is ``absent``: outside the question set's grid, no unit of the study.
-    """
-    from ..stages.unitfiles import absent_doc, unit_doc
-
-    unit = dict(unit)
-    upath = UnitKey(**unit).path
-    if store_file is None:
-        return absent_doc(unit, reason)
-    if record is None:
-        from ..integrity import unsealed
-
-        record = unsealed(json.loads(Path(store_file).read_text(encoding="utf-8")))
-    rec = record
-    ids = {**unit, "domain": rec["question"].get("domain") or "", "record_id": upath, "source": str(store_file)}
-    common = {"trace_id": upath, "ids": ids, "origin": "collected", "question": rec["question"]}
-    prov = {**rec["provenance"], "store": str(store_file)}
-    if rec["status"] != "ok":
-        return unit_doc(unit, "excluded", prov, rec["reason"], "collect", **common)
-    return unit_doc(unit, "ok", prov, **common,
-                    trace={"text": rec["reasoning"], "source": str(store_file),
-                           "truncated": bool(rec["looping"]) or not rec["reasoning_closed"], "offset": 0},
-                    answer=rec["answer"],
-                    generation={"prompt": rec["prompt"], "prompt_token_ids": rec.get("prompt_token_ids"),
-                                "token_ids": rec["token_ids"],
-                                "finish_reason": rec["finish_reason"], "reasoning_closed": rec["reasoning_closed"],
-                                "looping": rec["looping"], "response": rec["response"]})

@@ -26,8 +26,10 @@ from __future__ import annotations
 
 import json
 import os
+import stat
 import time
 from functools import lru_cache
+from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
 from .. import __version__
@@ -41,7 +43,8 @@ from ..generate.faults import is_transient, transient_failures
 from ..generate.plan import unit_seed
 from ..generate.reasoning import find_loop, split_reasoning
 from ..generate.unit_store import (STORE_VERSION, StaleUnits, _question, _sampling, build_prompt, now, store_path,
-                                   unit_lengths, unit_settings, verified_store, write_store_unit, write_trace_file)
+                                   unit_lengths, unit_settings, verified_store, write_store_unit)
+from .unitfiles import absent_doc, unit_doc, write_unit
 
 
 def collect_batch(open_engine: Callable[[Mapping[str, Any]], Engine], params: Mapping[str, Any], store: str | os.PathLike,
@@ -252,3 +255,52 @@ def unit_store_doc(u: Mapping[str, Any], params: Mapping[str, Any], engine: Engi
                           "original_chars": len(split.reasoning)}
         doc["reasoning"] = split.reasoning[:loop.cut].rstrip()
     return doc
+
+
+def write_trace_file(unit: Mapping[str, str], store_file: str | os.PathLike, out: str | os.PathLike,
+                     record: Mapping[str, Any] | None = None) -> bool:
+    """Write a collected unit's trace file from its stored record, unless it exists; True when written.
+
+    A trace file is written once, atomically, then made read-only like the store: a rerun of the batch
+    (an added run or question, a killed job resumed) writes only the missing files and never rewrites one.
+    """
+    out = Path(out)
+    if out.exists():
+        return False
+    write_unit(out, trace_unit_doc(unit, store_file, record=record))
+    mode = stat.S_IMODE(out.stat().st_mode)
+    os.chmod(out, mode & ~(stat.S_IWUSR | stat.S_IWGRP | stat.S_IWOTH))
+    return True
+
+
+def trace_unit_doc(unit: Mapping[str, str], store_file: str | os.PathLike | None, reason: str | None = None,
+                   record: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """The analysis's unit file (``results/traces/...``) for a collected unit, from its stored record.
+
+    The same document the import stage writes (``trace.text`` is the reasoning, verbatim), plus
+    ``origin: collected``, the answer, the generation record (token ids, finish reason, looping) and the
+    collection provenance. A unit that no collection job asks for (a model or run of other question sets)
+    is ``absent``: outside the question set's grid, no unit of the study.
+    """
+    unit = dict(unit)
+    upath = UnitKey(**unit).path
+    if store_file is None:
+        return absent_doc(unit, reason)
+    if record is None:
+        from ..integrity import unsealed
+
+        record = unsealed(json.loads(Path(store_file).read_text(encoding="utf-8")))
+    rec = record
+    ids = {**unit, "domain": rec["question"].get("domain") or "", "record_id": upath, "source": str(store_file)}
+    common = {"trace_id": upath, "ids": ids, "origin": "collected", "question": rec["question"]}
+    prov = {**rec["provenance"], "store": str(store_file)}
+    if rec["status"] != "ok":
+        return unit_doc(unit, "excluded", prov, rec["reason"], "collect", **common)
+    return unit_doc(unit, "ok", prov, **common,
+                    trace={"text": rec["reasoning"], "source": str(store_file),
+                           "truncated": bool(rec["looping"]) or not rec["reasoning_closed"], "offset": 0},
+                    answer=rec["answer"],
+                    generation={"prompt": rec["prompt"], "prompt_token_ids": rec.get("prompt_token_ids"),
+                                "token_ids": rec["token_ids"],
+                                "finish_reason": rec["finish_reason"], "reasoning_closed": rec["reasoning_closed"],
+                                "looping": rec["looping"], "response": rec["response"]})

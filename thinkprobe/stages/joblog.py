@@ -15,7 +15,14 @@ block raises, the traceback is written to the log *before* the log is closed and
 exception then propagates, so the job still fails and Snakemake names the log. (Swapping ``sys.stderr``
 inside ``with open(log)`` loses the traceback: Python prints it after the block, to a closed file.)
 
-:func:`log_timing` adds one ``TIMING`` line to the log: where the job's time went.
+:func:`log_timing` adds one ``TIMING`` line to the log: where the job's time went (measured by
+:class:`~thinkprobe.timing.JobClock`), and :func:`~thinkprobe.generate.gpu_guard.require_gpus` fails a job that asked
+for GPUs it cannot use, before it loads anything.
+
+This module is the job's plumbing and nothing else: every public name it defines or imports is what a rule
+script uses only to run its job, never to make an output, so the rules' code hashes leave it out
+(:func:`thinkprobe.codedeps.job_log_entries`, read from this file). A name needed here for another reason is
+imported under a leading underscore.
 """
 
 from __future__ import annotations
@@ -26,10 +33,10 @@ import os
 import sys
 import traceback
 from pathlib import Path
-from typing import IO, TYPE_CHECKING, Iterator
+from typing import IO, Iterator
 
-if TYPE_CHECKING:
-    from ..timing import JobClock
+from ..generate.gpu_guard import require_gpus  # noqa: F401 - plumbing of a GPU job's script
+from ..timing import JobClock
 
 
 @contextlib.contextmanager

@@ -38,7 +38,7 @@ def write_pages(units: Sequence[str], outputs: Sequence[str], results: str, anal
     """Write the page of each unit to the matching output; returns counts (ok, excluded, failed)."""
     from ..params import Params
     from ..view.page import write_page
-    from ..view.sources import PageData, analyse_text, page_from_results, results_reference
+    from .page_sources import PageData, analyse_text, page_from_results, results_reference
 
     params = Params.from_dict({k: dict(v) for k, v in analysis.items()})
     encoder: list[Any] = []

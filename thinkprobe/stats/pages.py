@@ -1,7 +1,7 @@
 """Generated blocks of the Markdown pages: every number the README and the results pages print about a study.
 
 A block is delimited by ``<!-- results:KIND DIR -->`` and ``<!-- /results -->`` (``<!-- results: DIR -->`` is
-the full summary); ``DIR`` is a snapshot folder (:mod:`.snapshot`) and ``KIND`` one of :data:`BLOCKS`:
+the full summary); ``DIR`` is a snapshot folder (:mod:`thinkprobe.study.snapshot`) and ``KIND`` one of :data:`BLOCKS`:
 
 - ``summary``: the full results (:func:`.summary.markdown`);
 - ``headline``: a few lines for the README: the replication counts and a link to the results page;
@@ -29,6 +29,21 @@ import pandas as pd
 
 from . import paper
 
+# the committed snapshot the pages' blocks are generated from (taken by thinkprobe.study.snapshot)
+DEFAULT_SNAPSHOT = "docs/results/corpus-study"
+# corpus sets whose layer ablation the results page sets beside the paper's Table 6 (`thinkprobe ablate`):
+# name, what they are, the file relative to the corpus folder, and whether the whole text is analysed
+ABLATION_SETS = (
+    ("A", "R1-distill-Llama-8B reasoning traces",
+     "steering-thinking-llms/compare-base-reasoning/results/vars/reasoning_comparison_deepseek-r1-distill-llama-8b.json",
+     False),
+    ("B", "MMLU reasoning traces of DeepSeek-R1, QwQ-32B and Gemini-thinking",
+     "thought-branches/faithfulness/good_problems/Professor_itc_failure_threshold0.3.json", False),
+    ("C", "Qwen2.5-32B-Instruct step-by-step answers, a control formatted like the paper's models' output "
+          "(markdown headers, bold lines, lists)",
+     "steering-thinking-llms/compare-base-reasoning/results/vars/reasoning_comparison_qwen2.5-32b-instruct.json",
+     True),
+)
 DEFAULT_PAGES = ("README.md", "docs/results.md", "docs/statistics.md")
 RESULTS_PAGE = "docs/results.md"  # the page of every result; the headline elsewhere links to it
 BEGIN = re.compile(r"<!-- results(?::(?P<kind>[a-z][a-z-]*))?:? (?P<dir>\S+) -->\n")
@@ -104,7 +119,6 @@ def ablation_sets(folder: Path) -> dict[str, pd.DataFrame]:
 
 
 def ablation_sets_block(folder: Path, shown: str) -> str:
-    from .snapshot import ABLATION_SETS
 
     sets = ablation_sets(folder)
     if not sets:
@@ -290,7 +304,6 @@ def _yaml(value: Any) -> str:
 
 
 def retake_block(folder: Path, shown: str) -> str:
-    from .snapshot import DEFAULT_SNAPSHOT
 
     _, run = _snapshot(folder)
     t = run.get("timings") or {}

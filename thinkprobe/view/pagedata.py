@@ -1,4 +1,4 @@
-"""What one trace page shows: the data :mod:`thinkprobe.view.sources` gathers and :mod:`thinkprobe.view.page`
+"""What one trace page shows: the data :mod:`thinkprobe.stages.page_sources` gathers and :mod:`thinkprobe.view.page`
 renders (a leaf, so the page imports no source reader)."""
 
 from __future__ import annotations

@@ -3,7 +3,7 @@
 from thinkprobe.stages.joblog import job_log
 
 with job_log(snakemake.log[0]) as log:
-    from thinkprobe.generate.planner import plan_study
+    from thinkprobe.study.planner import plan_study
     from thinkprobe.outputs import atomic_write_text, write_json
 
     plan = plan_study(snakemake.config, base=".")

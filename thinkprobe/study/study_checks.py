@@ -14,9 +14,9 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from .planner import generation_models, local_folder
-from .defaults import VLLM_ENGINE_DEFAULTS
-from .jobres import weights_gb
-from .plan import CollectionPlan, gpus, model_settings, plan_collection
+from ..generate.defaults import VLLM_ENGINE_DEFAULTS
+from ..generate.jobres import weights_gb
+from ..generate.plan import CollectionPlan, gpus, model_settings, plan_collection
 
 
 def check_study(config: Mapping[str, Any], base: str | Path = ".", collect: CollectionPlan | None = None) -> list[str]:
@@ -31,7 +31,7 @@ def check_study(config: Mapping[str, Any], base: str | Path = ".", collect: Coll
     the continuation takes the room left in the context, which must hold at least an answer). ``collect``: the
     collection plan when the caller has built it already (the workflow's parse), else it is planned here.
     """
-    from .hub import context_length, has_chat_template
+    from ..generate.hub import context_length, has_chat_template
 
     problems: list[str] = []
     models_cfg = config.get("models") or {}

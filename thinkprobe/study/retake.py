@@ -2,8 +2,8 @@
 
     thinkprobe summary --retake docs/results/corpus-study --corpus CORPUS_DIR
 
-It sits above both :mod:`.snapshot` (what a snapshot holds) and :mod:`.pages` (the documentation blocks
-rendered from a snapshot), so that neither imports the other back.
+It sits above both :mod:`.snapshot` (what a snapshot holds) and :mod:`thinkprobe.stats.pages` (the
+documentation blocks rendered from a snapshot), so that neither imports the other back.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from .pages import DEFAULT_PAGES, update_pages
+from ..stats.pages import DEFAULT_PAGES, update_pages
 from .snapshot import DEFAULT_SNAPSHOT, STUDY_CONFIG, run_ablation_sets, snapshot, study_override
 
 

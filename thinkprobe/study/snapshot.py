@@ -1,11 +1,11 @@
 """The committed snapshot of a study's results: what it holds, when it is stale, how it is re-derived and re-taken.
 
 A snapshot (``docs/results/<name>/``) is what the documentation quotes: the statistics tables the summary
-reads (:data:`.summary.SNAPSHOT_TABLES`), the per-trace tables behind them (:data:`TRACE_TABLES`: the
+reads (:data:`thinkprobe.stats.summary.SNAPSHOT_TABLES`), the per-trace tables behind them (:data:`TRACE_TABLES`: the
 metrics of every trace, the cycle census of every graph, the layer ablation's per-trace values), the layer
 ablation of a few corpus sets beside the paper's Table 6 (``ablate-<set>.parquet``, :data:`ABLATION_SETS`),
 and ``run.json``: commit, date, command, how long each step took, and the code hash of every table
-(:func:`table_code`). Everything in the pages comes from these files through :mod:`.pages`.
+(:func:`table_code`). Everything in the pages comes from these files through :mod:`thinkprobe.stats.pages`.
 
 *Stale*: a table is stale when the code (or the configuration) that computes it has changed since the
 snapshot was taken: :func:`stale_tables` compares ``run.json``'s hashes with today's, and
@@ -16,7 +16,7 @@ length-excluded profile, the aggregation robustness, the cycle summary, the abla
 against the paper) can be recomputed from the snapshot alone (:func:`rederive`); seeded permutations and
 bootstraps make a re-derivation equal to the snapshot, bit for bit, whenever the code is unchanged.
 
-*Re-taken*: :func:`thinkprobe.stats.retake.retake` reruns the corpus study (Snakemake reruns only the jobs whose code or inputs
+*Re-taken*: :func:`thinkprobe.study.retake.retake` reruns the corpus study (Snakemake reruns only the jobs whose code or inputs
 changed), runs the layer ablation of the corpus sets, replaces the snapshot and regenerates every page:
 
     thinkprobe summary --retake docs/results/corpus-study --corpus CORPUS_DIR
@@ -38,26 +38,13 @@ from typing import Any
 
 import pandas as pd
 
-from .summary import RUN_FILE, SNAPSHOT_TABLES, load_tables
+from ..stats.pages import ABLATION_SETS, DEFAULT_SNAPSHOT
+from ..stats.summary import RUN_FILE, SNAPSHOT_TABLES, load_tables
 
-DEFAULT_SNAPSHOT = "docs/results/corpus-study"
 STUDY_CONFIG = "config/corpus-study.yaml"
 # the per-trace tables of a snapshot, and where a study's results folder holds them
 TRACE_TABLES = {"metrics": "tables/metrics.parquet", "cycles": "stats/cycles.parquet",
                 "ablation_traces": "stats/ablation_traces.parquet"}
-# corpus sets whose layer ablation the results page sets beside the paper's Table 6 (`thinkprobe ablate`):
-# name, what they are, the file relative to the corpus folder, and whether the whole text is analysed
-ABLATION_SETS = (
-    ("A", "R1-distill-Llama-8B reasoning traces",
-     "steering-thinking-llms/compare-base-reasoning/results/vars/reasoning_comparison_deepseek-r1-distill-llama-8b.json",
-     False),
-    ("B", "MMLU reasoning traces of DeepSeek-R1, QwQ-32B and Gemini-thinking",
-     "thought-branches/faithfulness/good_problems/Professor_itc_failure_threshold0.3.json", False),
-    ("C", "Qwen2.5-32B-Instruct step-by-step answers, a control formatted like the paper's models' output "
-          "(markdown headers, bold lines, lists)",
-     "steering-thinking-llms/compare-base-reasoning/results/vars/reasoning_comparison_qwen2.5-32b-instruct.json",
-     True),
-)
 
 # the rule of each stage whose name differs (a stats stage `stats.<kind>` is rule stats_<kind>)
 RULE_OF = {"import": "import_traces", "batch": "analysis_batch"}
@@ -222,7 +209,7 @@ def snapshot(results_dir: str | Path, dest: str | Path, command: str, name: str 
     checkout (``root``) to relative ones.
     """
     from ..outputs import atomic_write_bytes
-    from .summary import markdown, read_run
+    from ..stats.summary import markdown, read_run
 
     src = Path(results_dir)
     stats = src / "stats" if (src / "stats" / "kruskal.parquet").exists() else src
@@ -280,8 +267,8 @@ def rederive(snapshot_dir: str | Path, out_dir: str | Path, root: str | Path = "
     them. A rerun on the same tables gives the same bytes of data (seeded permutations and bootstraps).
     """
     from ..stages.tables import profiles_table
-    from .ablation import ablation_means
-    from .cycles import cycle_summary
+    from ..stats.ablation import ablation_means
+    from ..stats.cycles import cycle_summary
     from ..stages.stats import claims_stage, confound_stage, kruskal_stage, robustness_stage, rule_params
 
     snap, out = Path(snapshot_dir), Path(out_dir)

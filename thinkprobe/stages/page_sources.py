@@ -19,8 +19,8 @@ from pathlib import Path
 from typing import Any, Callable, Mapping
 
 from ..units import UnitKey, unit_path
-from .pagedata import PageData
-from .reference import bundled_reference, study_reference
+from ..view.pagedata import PageData
+from ..view.reference import bundled_reference, study_reference
 
 
 class ShowError(ValueError):
@@ -38,7 +38,7 @@ def _read_json(path: Path) -> dict[str, Any]:
 def _read_unit(path: Path) -> dict[str, Any]:
     """A unit file the page shows, verified before it is shown (its digest: :mod:`thinkprobe.integrity`): an
     altered graph or metrics file is an error naming it, never a page of what someone wrote into it."""
-    from ..stages.unitfiles import UnitFileError, read_unit
+    from .unitfiles import UnitFileError, read_unit
 
     try:
         return read_unit(path)
@@ -231,6 +231,6 @@ def page_modules() -> list[str]:
     """The thinkprobe modules behind a page and the package files they read (its templates, style sheet and
     script, the bundled reference), derived from the imports (:mod:`thinkprobe.codedeps`)."""
     from ..codedeps import code_modules
-    from .page import render_page
+    from ..view.page import render_page
 
     return code_modules(page_from_results, page_from_trace, render_page)

@@ -46,8 +46,8 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from ..units import UnitKey
-from . import jobres
-from .plan import CollectionPlan, gpus, model_settings, plan_collection
+from ..generate import jobres
+from ..generate.plan import CollectionPlan, gpus, model_settings, plan_collection
 
 BUILTIN_PARAMS_B = {"smollm2": 0.135}  # SmolLM2-135M-Instruct
 COLUMNS = ("rule", "units", "jobs", "slurm_jobs", "gpus_per_job", "tokens", "runtime_min", "over_cap", "job_hours",
@@ -232,7 +232,7 @@ def model_params_b(model: Mapping[str, Any], model_cache: str | None) -> float |
 
 def local_folder(model: Mapping[str, Any], model_cache: str | None) -> Path | None:
     """The model's folder when it is already on this machine (never downloads, never converts)."""
-    from .hub import HubModelError, cached_snapshot
+    from ..generate.hub import HubModelError, cached_snapshot
 
     if model.get("hub_id"):
         try:
@@ -304,7 +304,7 @@ def context_window(model: Mapping[str, Any], cache) -> int | None:
     folder = local_folder(model, cache)
     if folder is None:
         return None
-    from .hub import context_length
+    from ..generate.hub import context_length
 
     return context_length(folder)
 
@@ -539,7 +539,7 @@ def study_config(configfiles: list[str | Path], base: str | Path = ".") -> dict[
     schema_root = root if (root / "config" / "schema.yaml").is_file() else Path(__file__).resolve().parents[2]
     config = validate_config(config, load_schema(schema_root / "config" / "schema.yaml"),
                              ", ".join(str(p) for p in configfiles) or "config/config.yaml")
-    from .datasets import prepare_study
+    from ..generate.datasets import prepare_study
 
     prepare_study(config, list(configfiles), base)  # hub question sets: read from the cache, at the locked commit
     return config

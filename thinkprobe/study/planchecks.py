@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Mapping
 
-from .traces import safe_id
+from ..traces import safe_id
 
 
 def unknown_grid_models(configured: Iterable[str], found_models: Iterable[str], collected: Iterable[str]) -> str | None:
@@ -47,7 +47,7 @@ def uncollected_trajectories(models: Iterable[str], question_sets: Iterable[str]
 # A study states its size through a few multipliers (questions x runs x models; traces x checkpoints x N). Each
 # key has an upper bound in config/schema.yaml, but their product can still be absurd, and planning builds one
 # list entry per unit: `collection.runs: 1000000000` made planning reach 4.4 GB in 40 s before any error. The
-# limits below are far above any study; `python -m thinkprobe.planchecks CONFIG...` prints a study's sizes
+# limits below are far above any study; `python -m thinkprobe.study.planchecks CONFIG...` prints a study's sizes
 # beside them (config/trajectories-paper.yaml: 74,848 collected units, 85,400 sampled traces with its
 # decodings, at most 257 checkpoints per trace, at most 3.5e8 continuations).
 
@@ -98,7 +98,7 @@ class StudySize:
 
 def _question_counts(config: Mapping[str, Any], base: str | Path, names: Iterable[str]) -> dict[str, int]:
     """Questions each named set selects (a set that cannot be read is left out: planning reports it)."""
-    from .generate.questions import load_question_set
+    from ..generate.questions import load_question_set
 
     sets = config.get("question_sets") or {}
     counts: dict[str, int] = {}
@@ -138,7 +138,7 @@ def measure(config: Mapping[str, Any], base: str | Path = ".") -> StudySize:
                                        f"x {_n(runs)} runs ({key})"))
     if not traj_sets:
         return size
-    from .trajectories.sampling import decoding_applies
+    from ..trajectories.sampling import decoding_applies
 
     limit = int(traj.get("questions_limit") or 0)
     runs = len(traj.get("runs") or [1])
@@ -180,34 +180,34 @@ def study_size(config: Mapping[str, Any], base: str | Path = ".") -> list[str]:
     the keys whose product is too large, the number it comes to and the limit (:func:`measure`)."""
     size = measure(config, base)
     problems = [f"question_sets.{name} selects {_n(count)} questions, above the limit of {_n(MAX_QUESTIONS)} per "
-                f"set (thinkprobe.planchecks.MAX_QUESTIONS): set its `limit`"
+                f"set (thinkprobe.study.planchecks.MAX_QUESTIONS): set its `limit`"
                 for name, count in size.questions.items() if count > MAX_QUESTIONS]
     if size.units > MAX_UNITS:
         terms = sorted(size.unit_terms, reverse=True)
         more = f"; and {len(terms) - 3} more job(s)" if len(terms) > 3 else ""
         problems.append(f"collection.jobs would collect {_n(size.units)} units, above the limit of {_n(MAX_UNITS)} "
-                        f"a study may plan (thinkprobe.planchecks.MAX_UNITS): "
+                        f"a study may plan (thinkprobe.study.planchecks.MAX_UNITS): "
                         + "; ".join(t for _, t in terms[:3]) + more)
     if size.traces > MAX_UNITS:
         problems.append(f"trajectories would sample {_n(size.traces)} realized traces, above the limit of "
-                        f"{_n(MAX_UNITS)} (thinkprobe.planchecks.MAX_UNITS): {size.trace_terms}")
+                        f"{_n(MAX_UNITS)} (thinkprobe.study.planchecks.MAX_UNITS): {size.trace_terms}")
     if size.checkpoints > MAX_CHECKPOINTS:
         problems.append(f"trajectories: a trace may have {_n(size.checkpoints)} checkpoints, above the limit of "
-                        f"{_n(MAX_CHECKPOINTS)} (thinkprobe.planchecks.MAX_CHECKPOINTS): {size.checkpoints_why}")
+                        f"{_n(MAX_CHECKPOINTS)} (thinkprobe.study.planchecks.MAX_CHECKPOINTS): {size.checkpoints_why}")
     if size.continuations > MAX_CONTINUATIONS:
         problems.append(f"trajectories may sample up to {_n(size.continuations)} continuations, above the limit of "
-                        f"{_n(MAX_CONTINUATIONS)} (thinkprobe.planchecks.MAX_CONTINUATIONS): {_n(size.traces)} "
+                        f"{_n(MAX_CONTINUATIONS)} (thinkprobe.study.planchecks.MAX_CONTINUATIONS): {_n(size.traces)} "
                         f"traces x up to {_n(size.checkpoints)} checkpoints ({size.checkpoints_why}) x N = "
                         f"{size.n} (trajectories.n)")
     return problems
 
 
 def main(argv: list[str] | None = None) -> int:
-    """``python -m thinkprobe.planchecks [CONFIG...]``: a study's sizes beside the limits (config/config.yaml
+    """``python -m thinkprobe.study.planchecks [CONFIG...]``: a study's sizes beside the limits (config/config.yaml
     with each CONFIG merged over it, as ``thinkprobe plan --configfile``)."""
     import sys
 
-    from .generate.planner import study_config
+    from .planner import study_config
 
     configfiles = list(sys.argv[1:] if argv is None else argv)
     size = measure(study_config(configfiles, "."), ".")
