@@ -73,8 +73,8 @@ try:
         INPUTS,  # config["inputs"] with each git entry as a path inside its clone
         base=".",
         max_bytes=config["analysis"]["input"]["max_trace_bytes"],
-        models=[str(m) for m in config["units"]["models"]],
-        runs=[run_name(r) for r in config["units"]["runs"]],
+        models=[str(m) for m in config["grid"]["models"]],
+        runs=[run_name(r) for r in config["grid"]["runs"]],
     )
 except InputError as exc:
     raise WorkflowError(f"invalid input: {exc}")
@@ -84,12 +84,12 @@ except CollectionConfigError as exc:
     raise WorkflowError(f"invalid collection: {exc}")
 from thinkprobe.planchecks import unknown_grid_models
 
-_unknown_models = unknown_grid_models(config["units"]["models"], DISCOVERY.found_models, COLLECT.models)
+_unknown_models = unknown_grid_models(config["grid"]["models"], DISCOVERY.found_models, COLLECT.models)
 if _unknown_models and (DISCOVERY.records or COLLECT.units):  # with nothing at all, the message below says more
     raise WorkflowError(_unknown_models)
 if not DISCOVERY.records and not COLLECT.units and not PENDING:
     raise WorkflowError(
-        no_traces_message(DISCOVERY, config["inputs"], config["units"]["models"], config["units"]["runs"])
+        no_traces_message(DISCOVERY, config["inputs"], config["grid"]["models"], config["grid"]["runs"])
     )
 
 from thinkprobe.rerun_tokens import pending as _retry_pending

@@ -6,10 +6,10 @@ encoder call for every sentence of the chunk (layer 2 slides its window over the
 hit), then graphs and metrics per trace. Every failure of one trace becomes an
 :class:`~thinkprobe.traces.Exclusion` naming the trace, the stage and the reason; the batch goes on.
 
-Cost bound: a trace cut into more than ``segmentation.max_units`` TUs (default 5,000; real traces have tens)
+Cost bound: a trace cut into more than ``segmentation.max_thought_units`` TUs (default 5,000; real traces have tens)
 is excluded after layer 1, before anything is encoded; so is a trace whose layer-1 spans already imply more
 than that many TUs after layer 2 (a tileable paragraph of m sentences gives at least
-ceil(m / max_unit_sentences)), and one of more than ``texttiling.max_sentences`` sentences (layer 2 encodes
+ceil(m / max_tu_sentences)), and one of more than ``texttiling.max_sentences`` sentences (layer 2 encodes
 every sentence); the check after layer 2 remains as a backstop. Below the caps, layers 3-4 and the
 metrics are at most quadratic in TUs with bounded memory (see :mod:`thinkprobe.graph`), and layer 2 is
 linear in sentences.
@@ -103,9 +103,9 @@ def _internal_error(trace_id: str, stage: str, exc: Exception, source: str) -> E
     return Exclusion(trace_id, f"internal error in {stage}: {type(exc).__name__}: {exc}", source, stage)
 
 
-def _too_many_units(trace: Trace, n: int, params: Params, stage: str) -> Exclusion:
+def _too_many_thought_units(trace: Trace, n: int, params: Params, stage: str) -> Exclusion:
     return Exclusion(trace.trace_id, f"too many thought units: {n} after {stage} (maximum "
-                     f"{params.segmentation.max_units}; segmentation.max_units)", trace.source, stage)
+                     f"{params.segmentation.max_thought_units}; segmentation.max_thought_units)", trace.source, stage)
 
 
 def _tile(spans: list[Span], emb_of: dict[tuple[int, int], np.ndarray],
@@ -127,7 +127,7 @@ def _tile(spans: list[Span], emb_of: dict[tuple[int, int], np.ndarray],
             soft = [k - first for k in inside]
             edges = [0, *soft, m]
             for a, b in zip(edges[:-1], edges[1:]):
-                cuts += [(a + c, "length") for c in texttiling.even_cuts(b - a, tp.max_unit_sentences)]
+                cuts += [(a + c, "length") for c in texttiling.even_cuts(b - a, tp.max_tu_sentences)]
             cuts = sorted(cuts + [(k, "texttiling") for k in soft])
         first += m
         if not cuts:
@@ -148,7 +148,7 @@ def _tile(spans: list[Span], emb_of: dict[tuple[int, int], np.ndarray],
 def _over_layer2_caps(spans: list[Span], params: Params) -> str | None:
     """Why layer 2 must not run on this trace, from layer 1's spans alone (no encoding), or None.
 
-    Layer 2 encodes every sentence, and it never makes fewer TUs than ceil(m / max_unit_sentences) of a
+    Layer 2 encodes every sentence, and it never makes fewer TUs than ceil(m / max_tu_sentences) of a
     tileable paragraph of m sentences (no part is longer), one of any other span: both bounds are known
     before the encoder runs, so an over-cap trace costs its segmentation only (seconds, not minutes).
     """
@@ -157,10 +157,10 @@ def _over_layer2_caps(spans: list[Span], params: Params) -> str | None:
     if n_sent > tp.max_sentences:
         return (f"too many sentences for layer 2: {n_sent} (maximum {tp.max_sentences}; "
                 "texttiling.max_sentences), excluded before encoding")
-    least = sum(-(-len(s.sentences) // tp.max_unit_sentences) if _is_tileable(s, params) else 1 for s in spans)
-    if least > params.segmentation.max_units:
-        return (f"too many thought units: at least {least} after layer2 (maximum {params.segmentation.max_units}; "
-                "segmentation.max_units), excluded before encoding")
+    least = sum(-(-len(s.sentences) // tp.max_tu_sentences) if _is_tileable(s, params) else 1 for s in spans)
+    if least > params.segmentation.max_thought_units:
+        return (f"too many thought units: at least {least} after layer2 (maximum {params.segmentation.max_thought_units}; "
+                "segmentation.max_thought_units), excluded before encoding")
     return None
 
 
@@ -188,8 +188,8 @@ def segment_traces(traces: list[Trace], params: Params, encoder: Encoder, layer2
         except Exception as exc:  # noqa: BLE001 - one trace must never stop the batch
             results[i] = _internal_error(tr.trace_id, "layer1", exc, tr.source)
             continue
-        if len(spans) > params.segmentation.max_units:
-            results[i] = _too_many_units(tr, len(spans), params, "layer1")
+        if len(spans) > params.segmentation.max_thought_units:
+            results[i] = _too_many_thought_units(tr, len(spans), params, "layer1")
         else:
             layered[i] = spans
     t0 = timings.add("layer1", t0)
@@ -215,8 +215,8 @@ def segment_traces(traces: list[Trace], params: Params, encoder: Encoder, layer2
                 results[i] = _internal_error(traces[i].trace_id, "layer2", exc, traces[i].source)
                 del layered[i]
                 continue
-            if len(layered[i]) > params.segmentation.max_units:
-                results[i] = _too_many_units(traces[i], len(layered[i]), params, "layer2")
+            if len(layered[i]) > params.segmentation.max_thought_units:
+                results[i] = _too_many_thought_units(traces[i], len(layered[i]), params, "layer2")
                 del layered[i]
         t0 = timings.add("layer2", t0)
 
