@@ -213,7 +213,7 @@ def corpus_ablation(encoder):
             traces.append(trace_from_record({**rec, "id": "-".join(key)}, "x", f))
     traces = [t for t in traces if isinstance(t, Trace)]
     assert len(traces) == 60 + 74
-    return {row["stage"]: row for row in ablation(traces, Params(), encoder)}
+    return {row["layers"]: row for row in ablation(traces, Params(), encoder)}
 
 
 

@@ -1,4 +1,4 @@
-"""Rule stats_ablation: mean metrics of a fixed sample of traces under the four cumulative pipeline stages."""
+"""Rule stats_ablation: mean metrics of a fixed sample of traces under the four cumulative layer settings (column layers)."""
 
 from thinkprobe.stages.joblog import job_log
 
