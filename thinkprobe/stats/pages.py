@@ -147,7 +147,7 @@ def ablation_sets_block(folder: Path, shown: str) -> str:
     n = {s: int(sets[s]["n_traces"].max()) for s in names}
     lines = [f"Sets (`thinkprobe ablate`, tables `{shown}/ablate-<set>.parquet`): "
              + "; ".join(f"{s}: {n[s]} {what.get(s, '')}" for s in names) + ".", ""]
-    lines += ["| metric (stage) | paper (Table 6, N = " + str(paper.ABLATION_N) + ") | "
+    lines += ["| metric (layers) | paper (Table 6, N = " + str(paper.ABLATION_N) + ") | "
               + " | ".join(f"ours {s}" for s in names) + " |", "|---|---|" + "---|" * len(names)]
     lines += [f"| {label} | {pap} | " + " | ".join(c) + " |" for label, pap, c in rows]
     # what the table shows, in numbers; explanations are hypotheses (no table here tests them)
