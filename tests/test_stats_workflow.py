@@ -41,7 +41,7 @@ HAS_SECOND_ENCODER = importlib.util.find_spec("onnxruntime") is not None and any
 def ran(tmp_path_factory):
     cfg = yaml.safe_load((REPO / "config" / "config.yaml").read_text())
     # the bundled traces only: no trace generation, no trajectories (other rules' tests cover those)
-    cfg = {k: v for k, v in cfg.items() if k in ("inputs", "units", "resources", "analysis", "stats")}
+    cfg = {k: v for k, v in cfg.items() if k in ("inputs", "grid", "resources", "analysis", "stats")}
     cfg["stats"].update(enabled=True, sensitivity_encoder="paraphrase-MiniLM-L3-v2" if HAS_SECOND_ENCODER else "")
     wd = make_workdir(tmp_path_factory.mktemp("stats"), cfg)
     snakemake(wd, "stats")
