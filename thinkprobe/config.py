@@ -8,9 +8,9 @@ is generated from :mod:`thinkprobe.params` (:func:`load_schema`).
 Beyond the schema, the checks that would otherwise fail only at run time (or as a Snakemake error that
 names no key) are made here too: a lexicon path that does not exist, an encoder model (or the second
 encoder of ``stats.sensitivity_encoder``) that is not available on this machine, and duplicate entries of
-``grid.models``/``grid.runs`` (``1`` and ``"1"`` are the same run). A key that was renamed (:data:`RENAMED`)
-is an error naming its new name, never a silent alias: one name per role (docs/glossary.md). Checks that need a higher layer's
-code (a vLLM model folder, the statistics' second encoder) are that layer's own functions, named by their
+``grid.models``/``grid.runs`` (``1`` and ``"1"`` are the same run). A key that was renamed
+(:data:`RENAMED`) is an error naming its new name, never a silent alias: one name per role (docs/glossary.md).
+Checks that need a higher layer's code (a vLLM model folder, the statistics' second encoder) are that layer's own functions, named by their
 schema block (``x-checks-from``, :func:`declared_checks`), as the defaults are (``x-defaults-from``): this
 module's code names nothing of :mod:`thinkprobe.generate`, :mod:`thinkprobe.stats` or any other subpackage
 (``tests/test_import_graph.py``); what it runs of them, the schema names.
@@ -135,8 +135,11 @@ def renamed_keys(config: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
     every other problem of the config too (an old key beside its new one is dropped from the copy: the new
     one is what is checked, the old one is named once, by its problem).
 
-    >>> renamed_keys({"units": {"runs": [1]}})
-    ({'grid': {'runs': [1]}}, ['units: this key is now grid; rename it in the config (see docs/changes.md, Renames (issue 27))'])
+    >>> moved, problems = renamed_keys({"units": {"runs": [1]}})
+    >>> moved
+    {'grid': {'runs': [1]}}
+    >>> problems[0].split(";")[0]
+    'units: this key is now grid'
     """
     moved = copy.deepcopy(config)
     problems: list[str] = []
