@@ -37,7 +37,7 @@ if __name__ == "__main__":  # vLLM spawns workers that re-import this file
 
     from thinkprobe.generate.unit_store import build_prompt, _question
     from thinkprobe.generate.engine import SamplingSpec, open_engine
-    from thinkprobe.generate.plan import plan_collection
+    from thinkprobe.generate.collection_jobs import list_collection_jobs
 
     ap = argparse.ArgumentParser()
     ap.add_argument("--questions", type=int, default=8)
@@ -57,7 +57,7 @@ if __name__ == "__main__":  # vLLM spawns workers that re-import this file
                   "loop_detection": {"window": 3, "min_repeats": 3, "min_line_chars": 8, "max_retries": 3}}
     config = {"models": {"smollm2": model}, "question_sets": {"bench": {"source": "builtin", "limit": args.questions}},
               "collection": collection}
-    plan = plan_collection(config)
+    plan = list_collection_jobs(config)
     params = plan.batch_params("smollm2", "bench", "c0000", collection)
 
     class Peak:

@@ -127,7 +127,7 @@ if __name__ == "__main__":  # vLLM spawns workers that re-import this file
             from thinkprobe.stages.collect import trace_unit_doc
             from thinkprobe.stages.collect import collect_batch
             from thinkprobe.generate.engine import open_engine
-            from thinkprobe.generate.plan import model_settings, plan_collection
+            from thinkprobe.generate.collection_jobs import model_settings, list_collection_jobs
             from thinkprobe.outputs import write_json
             from thinkprobe.stages.trajectories import sample_batch
             from thinkprobe.units import UnitKey
@@ -144,7 +144,7 @@ if __name__ == "__main__":  # vLLM spawns workers that re-import this file
             qfile = here.parent / "examples" / "questions" / "gsm8k_demo.jsonl"
             config = {"models": {"smoke": model}, "collection": collection,
                       "question_sets": {"gsm8k": {"source": "gsm8k", "path": str(qfile), "limit": args.questions}}}
-            plan = plan_collection(config)
+            plan = list_collection_jobs(config)
             params = plan.batch_params("smoke", "gsm8k", "c0000", collection)
             opened = {}
 

@@ -11,7 +11,7 @@ from thinkprobe.codedeps import script_code as _script_code
 from thinkprobe.config import ConfigError, load_schema, validate_config
 from thinkprobe.traces import run_name
 from thinkprobe.units import InputError, discover, no_traces_message
-from thinkprobe.generate.plan import CollectionConfigError, join_collection
+from thinkprobe.generate.collection_jobs import CollectionConfigError, join_collection
 
 
 try:
@@ -23,7 +23,7 @@ config.update(_validated)
 
 from thinkprobe.study.planchecks import study_size as _study_size
 
-_too_large = _study_size(config, ".")  # before any list of units is built (join_collection, TrajectoryPlan)
+_too_large = _study_size(config, ".")  # before any list of units is built (join_collection, TrajectoryJobs)
 if _too_large:
     raise WorkflowError("the study is too large to plan:\n  - " + "\n  - ".join(_too_large))
 
@@ -73,23 +73,23 @@ try:
         INPUTS,  # config["inputs"] with each git entry as a path inside its clone
         base=".",
         max_bytes=config["analysis"]["input"]["max_trace_bytes"],
-        models=[str(m) for m in config["units"]["models"]],
-        runs=[run_name(r) for r in config["units"]["runs"]],
+        models=[str(m) for m in config["grid"]["models"]],
+        runs=[run_name(r) for r in config["grid"]["runs"]],
     )
 except InputError as exc:
     raise WorkflowError(f"invalid input: {exc}")
-try:  # collected units (config `collection`) join the grid: thinkprobe.generate.plan
+try:  # collected units (config `collection`) join the grid: thinkprobe.generate.collection_jobs
     COLLECT = join_collection(DISCOVERY, config, base=".")
 except CollectionConfigError as exc:
     raise WorkflowError(f"invalid collection: {exc}")
 from thinkprobe.study.planchecks import unknown_grid_models
 
-_unknown_models = unknown_grid_models(config["units"]["models"], DISCOVERY.found_models, COLLECT.models)
+_unknown_models = unknown_grid_models(config["grid"]["models"], DISCOVERY.found_models, COLLECT.models)
 if _unknown_models and (DISCOVERY.records or COLLECT.units):  # with nothing at all, the message below says more
     raise WorkflowError(_unknown_models)
 if not DISCOVERY.records and not COLLECT.units and not PENDING:
     raise WorkflowError(
-        no_traces_message(DISCOVERY, config["inputs"], config["units"]["models"], config["units"]["runs"])
+        no_traces_message(DISCOVERY, config["inputs"], config["grid"]["models"], config["grid"]["runs"])
     )
 
 from thinkprobe.rerun_tokens import pending as _retry_pending
@@ -174,7 +174,7 @@ import re
 import sys
 from pathlib import Path
 
-from thinkprobe.generate.plan import CollectedTraces
+from thinkprobe.generate.collection_jobs import CollectedTraces
 from thinkprobe.units import UnitKey
 
 # a question set is imported or collected, never both (checked by join_grid at planning)

@@ -7,7 +7,7 @@ from thinkprobe.stages import pages as _pages
 
 PAGES = config["pages"]
 _TRAJ_UNITS = (
-    [UnitKey(m, q, qid, r) for (m, q, _b), qids in TRAJ_PLAN.batches.items() for qid in qids for r in TRAJ_PLAN.runs]
+    [UnitKey(m, q, qid, r) for (m, q, _b), qids in TRAJ_JOBS.batches.items() for qid in qids for r in TRAJ_JOBS.runs]
     if TRAJ["enabled"] and PAGES["trajectories"]
     else []
 )
@@ -24,8 +24,8 @@ rule trace_pages:
         graphs=[f"results/graphs/{u}.json" for u in PAGE_UNITS],
         metrics=[f"results/metrics/{u}.json" for u in PAGE_UNITS],
         table="results/tables/metrics.parquet",
-        trajectories=TRAJ_PLAN.files("trajectories") if _TRAJ_UNITS else [],
-        continuations=TRAJ_PLAN.files("continuations") if _TRAJ_UNITS else [],
+        trajectories=TRAJ_JOBS.files("trajectories") if _TRAJ_UNITS else [],
+        continuations=TRAJ_JOBS.files("continuations") if _TRAJ_UNITS else [],
     output:
         index=PAGE_INDEX,  # the units and their pages, written last
         pages=[

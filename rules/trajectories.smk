@@ -8,27 +8,27 @@ from thinkprobe.trajectories import batches as _traj_batches
 
 TRAJ = config["trajectories"]
 try:
-    TRAJ_PLAN = _traj_batches.TrajectoryPlan(config)
+    TRAJ_JOBS = _traj_batches.TrajectoryJobs(config)
 except _traj_batches.PlanError as exc:
     raise WorkflowError(str(exc))
 from thinkprobe.study.planchecks import uncollected_trajectories as _uncollected
 
-_not_collected = (_uncollected(TRAJ_PLAN.models, TRAJ_PLAN.questions, COLLECT.jobs)
-                  if TRAJ_PLAN.batches and TRAJ["enabled"] else None)
+_not_collected = (_uncollected(TRAJ_JOBS.models, TRAJ_JOBS.questions, COLLECT.jobs)
+                  if TRAJ_JOBS.batches and TRAJ["enabled"] else None)
 if _not_collected:
     raise WorkflowError(_not_collected)
-TRAJ_TARGETS = TRAJ_PLAN.targets()
+TRAJ_TARGETS = TRAJ_JOBS.targets()
 # Protected batches are refused for overwrite by the project itself (thinkprobe.protect): root can write them.
 from thinkprobe import protect as _protect
 
-_overwrites = TRAJ_PLAN.overwrites()
+_overwrites = TRAJ_JOBS.overwrites()
 if _overwrites and not config["overwrite_protected"]:
     raise WorkflowError(_protect.refusal(_overwrites))
 # Every generation job's expected tokens and hours, and so its resources (rules/common.smk:
 # generation_resource); a job that would ask for more than resources.max_runtime stops planning.
 from thinkprobe.study.planner import plan_study as _plan_study
 
-JOB_PLAN = _plan_study(config, ".", collect=COLLECT, trajectories=TRAJ_PLAN)
+JOB_PLAN = _plan_study(config, ".", collect=COLLECT, trajectories=TRAJ_JOBS)
 _over_cap = JOB_PLAN.over_cap()
 if _over_cap:
     raise WorkflowError("the study cannot run as configured:\n  - " + "\n  - ".join(_over_cap[:20])
@@ -40,15 +40,15 @@ rule traj_sample:
         batch=_traj_batches.BATCH_PATTERN,  # b0000 (default decoding) or b0000-<decoding>
     input:
         # the manifests of the collection jobs that write the batch's trace files (rules/common.smk)
-        traces=lambda w: trace_inputs(TRAJ_PLAN.units(w.model, w.question_set, w.batch)),
+        traces=lambda w: trace_inputs(TRAJ_JOBS.units(w.model, w.question_set, w.batch)),
         model=lambda w: model_manifest(w.model),  # a hub model: fetched first (rules/models.smk)
     output:
         protected("results/continuations/{model}/{question_set}/{batch}.json"),
     params:  # what decides the continuations; memory, wall time, CPUs and prefixes_per_call are resources
-        model=lambda w: TRAJ_PLAN.engine_model(w.model),
-        traj=lambda w: TRAJ_PLAN.sampling(w.batch),
-        questions=lambda w: TRAJ_PLAN.batch_questions(w.model, w.question_set, w.batch),
-        runs=TRAJ_PLAN.runs,
+        model=lambda w: TRAJ_JOBS.engine_model(w.model),
+        traj=lambda w: TRAJ_JOBS.sampling(w.batch),
+        questions=lambda w: TRAJ_JOBS.batch_questions(w.model, w.question_set, w.batch),
+        runs=TRAJ_JOBS.runs,
         store="results/continuations/_store",
     log:
         "results/logs/traj_sample/{model}/{question_set}/{batch}.log",
@@ -76,7 +76,7 @@ rule traj_label:
     output:
         "results/trajectories/{model}/{question_set}/{batch}.json",
     params:
-        questions=lambda w: TRAJ_PLAN.batch_questions(w.model, w.question_set, w.batch),
+        questions=lambda w: TRAJ_JOBS.batch_questions(w.model, w.question_set, w.batch),
         code=script_code("traj_label.py"),
     log:
         "results/logs/traj_label/{model}/{question_set}/{batch}.log",
@@ -91,7 +91,7 @@ rule traj_label:
 
 rule traj_tables:
     input:
-        TRAJ_PLAN.files("trajectories"),
+        TRAJ_JOBS.files("trajectories"),
         data_ready,  # a dataset not fetched yet: stop, naming it (rules/common.smk)
     output:
         traces="results/trajectories/traces.parquet",
@@ -128,8 +128,8 @@ rule traj_tables:
 
 rule traj_join:
     input:
-        cont=TRAJ_PLAN.files("continuations"),
-        labels=TRAJ_PLAN.files("trajectories"),
+        cont=TRAJ_JOBS.files("continuations"),
+        labels=TRAJ_JOBS.files("trajectories"),
     output:
         intervals="results/trajectories/join_intervals.parquet",
         status="results/trajectories/join_status.parquet",

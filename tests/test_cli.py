@@ -188,7 +188,7 @@ def test_analyze_graphml(tmp_path, analysed):
         assert sorted(d["edge_type"] for *_, d in g.edges(data=True)) == sorted(
             d["edge_type"] for *_, d in ref.edges(data=True))
         # nested graph attributes survive as JSON strings
-        assert json.loads(g.graph["provenance"])["stage"] == "full"
+        assert json.loads(g.graph["provenance"])["layers"] == "full"
 
 
 # ---------------------------------------------------------------------------------------------- profile
@@ -244,16 +244,32 @@ def test_ablate(tmp_path, capsys):
     assert main(["ablate", str(DEMO), "--out", str(out)]) == 0
     printed = capsys.readouterr().out
     table = pd.read_parquet(out)
-    assert list(table.stage) == ["l1", "l3", "l4", "full"]
-    for stage in table.stage:
-        assert stage in printed
+    assert list(table.layers) == ["l1", "l3", "l4", "full"] and "stage" not in table.columns
+    for layers in table.layers:
+        assert layers in printed
     assert (table.n_traces > 0).all()
     assert set(METRIC_NAMES) <= set(table.columns)
-    l1 = table.set_index("stage").loc["l1"]
+    l1 = table.set_index("layers").loc["l1"]
     for m in TYPED_EDGE_METRICS:
-        assert l1[m] == 0, f"{m} = {l1[m]} at stage l1 (only SEQ edges)"
-    full = table.set_index("stage").loc["full"]
+        assert l1[m] == 0, f"{m} = {l1[m]} at layers l1 (only SEQ edges)"
+    full = table.set_index("layers").loc["full"]
     assert full["BF"] > 0 and full["GD"] > 0  # the typed edges appear once layer 3 runs
+
+
+def test_analyze_layers_stops_the_pipeline_and_the_old_stage_option_is_refused(tmp_path):
+    """Issue 27: the layer setting is --layers (pipeline.LAYER_SETTINGS); --stage names it in one line, exit 2."""
+    from thinkprobe.pipeline import LAYER_SETTINGS
+
+    action = next(a for a in _subparsers(build_parser())["analyze"]._actions if "--layers" in a.option_strings)
+    assert tuple(action.choices) == LAYER_SETTINGS  # written out in the CLI so that --help imports no pipeline
+    out = tmp_path / "L1"
+    assert main(["analyze", str(DEMO), "--out", str(out), "--layers", "l1", "--quiet"]) == 0
+    graphs = [json.loads(p.read_text("utf-8")) for p in sorted((out / "graphs").glob("*.json"))]
+    assert graphs and all(g["graph"]["provenance"]["layers"] == "l1" for g in graphs)
+    assert {e["edge_type"] for g in graphs for e in g["edges"]} == {"SEQ"}  # layer 1 only: the backbone
+    proc = thinkprobe("analyze", str(DEMO), "--stage", "l1", "--quiet")
+    assert proc.returncode == 2 and proc.stdout == ""
+    assert "--stage was renamed: use --layers" in proc.stderr and len(proc.stderr.strip().splitlines()) == 1
 
 
 # ----------------------------------------------------------------------------------------------- errors

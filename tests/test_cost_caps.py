@@ -33,8 +33,8 @@ def _trace(text: str, tid: str) -> Trace:
 
 
 def test_over_cap_traces_are_excluded_before_any_encoding(encoder):
-    params = Params.from_dict({"segmentation": {"max_units": 40}, "texttiling": {"max_sentences": 3000}})
-    per = params.texttiling.max_unit_sentences
+    params = Params.from_dict({"segmentation": {"max_thought_units": 40}, "texttiling": {"max_sentences": 3000}})
+    per = params.texttiling.max_tu_sentences
     # one paragraph of short sentences: one layer-1 span, but at least ceil(n / 24) TUs after layer 2
     paragraph = " ".join(f"Step {i} is fine." for i in range(per * 40 + 1))
     # 20 paragraphs (under the unit cap after layer 1) of 3,200 sentences in all: over the sentence cap

@@ -111,7 +111,7 @@ def test_the_rules_a_key_reruns_are_derived_from_the_workflow():
     # resources are not parameters: no analysis rule takes them
     assert not rules("resources.encoder_device") & analysis_rules
     assert not rules("resources.analysis_threads") - {"plan"}
-    assert reruns["units.models"] == {"rules": [], "planning": True}
+    assert reruns["grid.models"] == {"rules": [], "planning": True}
     downstream = dict(config_reference._downstream(derivation["edges"]))
     assert {"graph", "metrics", "aggregate", "profiles"} <= set(downstream["segment"])
     assert "segment" not in downstream["graph"]

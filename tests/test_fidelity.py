@@ -152,12 +152,12 @@ def test_domain_spread_threshold_is_a_cosine_similarity():
 
 @pytest.mark.fast
 def test_looping_trace_shows_high_redundancy(encoder):
-    """One sentence repeated 2,000 times: no TextTiling valley, so max_unit_sentences cuts it; RR ~ 1."""
+    """One sentence repeated 2,000 times: no TextTiling valley, so max_tu_sentences cuts it; RR ~ 1."""
     text = " ".join(["I need to check the first step again."] * 2000)
     (res,) = list(analyze([_trace(text)], Params(), encoder))
     assert res.exclusion is None
     g = res.graph
-    assert g.n == math.ceil(2000 / Params().texttiling.max_unit_sentences)
+    assert g.n == math.ceil(2000 / Params().texttiling.max_tu_sentences)
     assert res.metrics["RR"] > 0.9
 
 
@@ -178,13 +178,13 @@ def test_many_headers_stay_within_the_documented_edge_and_size_bounds(encoder):
 
 
 @pytest.mark.fast
-def test_too_many_units_is_an_exclusion_before_encoding():
+def test_too_many_thought_units_is_an_exclusion_before_encoding():
     class NoEncoder:
         def encode(self, texts):
             assert not texts, "nothing may be encoded for an excluded trace"
             return np.zeros((0, 384), np.float32)
 
-    params = Params.from_dict({"segmentation": {"max_units": 10}})
+    params = Params.from_dict({"segmentation": {"max_thought_units": 10}})
     text = "\n".join(f"- item {i}" for i in range(11))
     (res,) = list(analyze([_trace(text, "many")], params, NoEncoder()))
     assert res.exclusion is not None and res.exclusion.stage == "layer1"
@@ -213,7 +213,7 @@ def corpus_ablation(encoder):
             traces.append(trace_from_record({**rec, "id": "-".join(key)}, "x", f))
     traces = [t for t in traces if isinstance(t, Trace)]
     assert len(traces) == 60 + 74
-    return {row["stage"]: row for row in ablation(traces, Params(), encoder)}
+    return {row["layers"]: row for row in ablation(traces, Params(), encoder)}
 
 
 

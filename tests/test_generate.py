@@ -13,7 +13,7 @@ from thinkprobe.generate.unit_store import store_path
 from thinkprobe.stages.collect import trace_unit_doc
 from thinkprobe.stages.collect import collect_batch
 from thinkprobe.generate.engine import EngineError, SamplingSpec, open_engine
-from thinkprobe.generate.plan import CollectionConfigError, join_collection, plan_collection, unit_seed
+from thinkprobe.generate.collection_jobs import CollectionConfigError, join_collection, list_collection_jobs, unit_seed
 from thinkprobe.generate.reasoning import find_loop, split_reasoning
 from thinkprobe.units import Discovery, UnitKey
 
@@ -74,7 +74,7 @@ def _config(**collection):
 
 @pytest.mark.fast
 def test_plan_batches_units_and_grid():
-    plan = plan_collection(_config())
+    plan = list_collection_jobs(_config())
     assert sorted(plan.batches) == [("smollm2", "tiny", "c0000"), ("smollm2", "tiny", "c0001")]
     assert [len(v) for _, v in sorted(plan.batches.items())] == [2, 1]
     assert len(plan.units) == 6 and plan.runs() == ["1", "2"]
@@ -84,7 +84,7 @@ def test_plan_batches_units_and_grid():
     # appending questions keeps the earlier batches and seeds as they were
     bigger = _config()
     bigger["question_sets"]["tiny"]["limit"] = 5
-    plan5 = plan_collection(bigger)
+    plan5 = list_collection_jobs(bigger)
     assert plan5.batches[("smollm2", "tiny", "c0000")] == plan.batches[("smollm2", "tiny", "c0000")]
     assert plan5.batch_params("smollm2", "tiny", "c0000", bigger["collection"])["units"] == params["units"]
     found = Discovery(models=["model_a"], runs=["1", "2", "3"], questions={"demo": ["q01"]})
@@ -104,7 +104,7 @@ def test_plan_bad_config_names_the_item(edit, message):
     cfg = _config()
     edit(cfg)
     with pytest.raises(CollectionConfigError, match=message):
-        plan_collection(cfg)
+        list_collection_jobs(cfg)
 
 
 @pytest.mark.fast
@@ -201,7 +201,7 @@ class _NoClose:
 
 
 def _params(plan_cfg, model_extra=None, variant="cot"):
-    plan = plan_collection(plan_cfg)
+    plan = list_collection_jobs(plan_cfg)
     params = plan.batch_params("smollm2", "tiny", "c0000", plan_cfg["collection"])
     params["model"] = {**params["model"], "think_prefill": True, "reasoning": "prompted", **(model_extra or {})}
     params["prompt_variant"] = variant
@@ -276,7 +276,7 @@ def test_units_stored_with_other_settings_are_never_overwritten(tmp_path):
     from thinkprobe.generate.unit_store import StaleUnits, unit_settings
 
     cfg = _config()
-    params = plan_collection(cfg).batch_params("smollm2", "tiny", "c0000", cfg["collection"])
+    params = list_collection_jobs(cfg).batch_params("smollm2", "tiny", "c0000", cfg["collection"])
     u = params["units"][0]
     path = store_path(tmp_path, u["unit"])
     path.parent.mkdir(parents=True)

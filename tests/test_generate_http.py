@@ -18,7 +18,7 @@ import pytest
 from thinkprobe.generate.unit_store import store_path
 from thinkprobe.stages.collect import collect_batch
 from thinkprobe.generate.engine import SamplingSpec, open_engine
-from thinkprobe.generate.plan import plan_collection
+from thinkprobe.generate.collection_jobs import list_collection_jobs
 
 from .conftest import installed  # noqa: E402
 
@@ -184,7 +184,7 @@ def test_collect_through_the_endpoint_records_no_reasoning_and_no_key(proxy, mon
                           "runs": 1, "seed": 0, "batch_questions": 10, "chunk_prompts": 8,
                           "sampling": {"max_tokens": 24, "temperature": 0.6},
                           "loop_detection": {"window": 3, "min_repeats": 3, "min_line_chars": 8, "max_retries": 1}}}
-    plan = plan_collection(cfg)
+    plan = list_collection_jobs(cfg)
     params = plan.batch_params("smollm2", "tiny", "c0000", cfg["collection"])
     manifest = collect_batch(open_engine, params, tmp_path)
     assert manifest["stats"]["generated"] == 2

@@ -64,7 +64,7 @@ def test_absent_units_are_imported_as_absent_and_left_out_of_the_tables(tmp_path
 
 def test_a_collected_set_has_the_grid_of_its_collection_jobs():
     from thinkprobe.stages.collect import trace_unit_doc
-    from thinkprobe.generate.plan import join_collection
+    from thinkprobe.generate.collection_jobs import join_collection
     from tests.workflow_helpers import default_config
 
     cfg = default_config()

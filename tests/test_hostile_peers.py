@@ -257,7 +257,7 @@ def test_an_endpoint_outage_is_retried_by_the_next_run_and_a_refusal_is_stored(p
 def test_a_malformed_reply_costs_one_unit_of_a_collect_chunk_not_the_chunk(peers, monkeypatch, tmp_path):
     from thinkprobe.generate.unit_store import store_path
     from thinkprobe.stages.collect import collect_batch
-    from thinkprobe.generate.plan import plan_collection
+    from thinkprobe.generate.collection_jobs import list_collection_jobs
 
     p = peers()
     seen: list[str] = []
@@ -279,7 +279,7 @@ def test_a_malformed_reply_costs_one_unit_of_a_collect_chunk_not_the_chunk(peers
                           "runs": 1, "seed": 0, "batch_questions": 10, "chunk_prompts": 8,
                           "sampling": {"max_tokens": 24, "temperature": 0.6},
                           "loop_detection": {"window": 3, "min_repeats": 3, "min_line_chars": 8, "max_retries": 0}}}
-    params = plan_collection(cfg).batch_params("m", "tiny", "c0000", cfg["collection"])
+    params = list_collection_jobs(cfg).batch_params("m", "tiny", "c0000", cfg["collection"])
     units = params["units"]
     assert len(units) == 3
     with pytest.raises(TransientFailures, match="1 of 3 units") as err:

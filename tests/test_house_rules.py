@@ -366,9 +366,9 @@ def test_engine_and_model_defaults_live_in_one_module_and_the_schema_reads_them(
     assert "default" not in engine["properties"]["max_model_len"]
     Draft202012Validator(entry).validate({"backend": "vllm", **defaults.MODEL_DEFAULTS, **defaults.HTTP_DEFAULTS,
                                           "engine": defaults.VLLM_ENGINE_DEFAULTS})
-    from thinkprobe.generate import http_engine, plan, vllm_engine
+    from thinkprobe.generate import collection_jobs, http_engine, vllm_engine
 
-    assert http_engine.HTTP_DEFAULTS is defaults.HTTP_DEFAULTS and plan.MODEL_DEFAULTS is defaults.MODEL_DEFAULTS
+    assert http_engine.HTTP_DEFAULTS is defaults.HTTP_DEFAULTS and collection_jobs.MODEL_DEFAULTS is defaults.MODEL_DEFAULTS
     assert vllm_engine.ENGINE_DEFAULTS is defaults.VLLM_ENGINE_DEFAULTS
 
 

@@ -139,7 +139,7 @@ def test_bad_records_are_left_out_and_an_incomplete_shard_series_is_refused(tmp_
 
 def test_skipped_records_become_exclusion_rows_of_the_collection_plan(tmp_path):
     from thinkprobe.config import load_schema, validate_config
-    from thinkprobe.generate.plan import plan_collection
+    from thinkprobe.generate.collection_jobs import list_collection_jobs
 
     qfile = tmp_path / "q.jsonl"
     qfile.write_text('{"question": "1+1?", "answer": "#### 2"}\n{"question": "no gold", "answer": "x"}\nnot json\n')
@@ -147,7 +147,7 @@ def test_skipped_records_become_exclusion_rows_of_the_collection_plan(tmp_path):
               "question_sets": {"g": {"source": "gsm8k", "path": str(qfile)}},
               "collection": {"jobs": [{"model": "m", "question_set": "g"}], "runs": 1}}
     config = validate_config(config, load_schema(REPO / "config" / "schema.yaml"))  # defaults filled, as planned
-    plan = plan_collection(config)
+    plan = list_collection_jobs(config)
     assert len(plan.questions["g"]) == 1
     rows = plan.skipped_rows()
     assert [(r["question_set"], r["stage"], r["source"]) for r in rows] == [("g", "questions", f"{qfile}:2"),

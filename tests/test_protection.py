@@ -16,7 +16,7 @@ import yaml
 from thinkprobe import protect
 from thinkprobe.config import load_schema, validate_config
 from thinkprobe.trajectories.sampling import SamplingConfig
-from thinkprobe.trajectories.batches import TrajectoryPlan, batch_identity
+from thinkprobe.trajectories.batches import TrajectoryJobs, batch_identity
 
 from .workflow_helpers import REPO, default_config, job_counts, make_workdir, snakemake
 
@@ -26,7 +26,7 @@ BATCH = "results/continuations/smollm2/gsm8k_demo/b0000.json"
 def _plant_batch(wd, cfg: dict, sidecar: bool) -> bytes:
     """A finished, read-only batch as the sampling job leaves it (provenance, and the identity sidecar)."""
     full = validate_config(copy.deepcopy(cfg), load_schema(REPO / "config" / "schema.yaml"))
-    plan = TrajectoryPlan(full, base=wd)
+    plan = TrajectoryJobs(full, base=wd)
     sampling = SamplingConfig.from_config(plan.sampling()).as_dict()
     model = plan.models["smollm2"]
     path = wd / BATCH
@@ -122,7 +122,7 @@ def test_a_decoding_batch_is_compared_with_its_own_decoding(tmp_path):
     cfg["trajectories"]["decodings"] = {"t02": {"temperature": 0.2}}
     wd = make_workdir(tmp_path / "wd", cfg)
     full = validate_config(copy.deepcopy(cfg), load_schema(REPO / "config" / "schema.yaml"))
-    plan = TrajectoryPlan(full, base=wd)
+    plan = TrajectoryJobs(full, base=wd)
     path = wd / BATCH.replace("b0000", "b0000-t02")
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps({"documents": [], "stats": {}}))

@@ -461,7 +461,7 @@ def test_auto_device_uses_cuda_only_when_a_gpu_is_assigned(monkeypatch):
 @pytest.mark.workflow
 def test_config_errors_name_the_key_before_any_job(tmp_path):
     cfg = {"inputs": [{"path": "examples/traces/demo.jsonl", "question_set": "demo"}],
-           "units": {"models": ["model_a", "model_a"], "runs": [1, "1"]},
+           "grid": {"models": ["model_a", "model_a"], "runs": [1, "1"]},
            "analysis": {"segmentation": {"cue_lexicon": "no/such/cues.tsv"},
                         "metrics": {"hedge_lexicon": "no/such/hedges.txt"},
                         "encoder": {"model": "no-such-encoder-model"}}}
@@ -472,17 +472,17 @@ def test_config_errors_name_the_key_before_any_job(tmp_path):
     assert "analysis.segmentation.cue_lexicon = 'no/such/cues.tsv': no such file" in err
     assert "analysis.metrics.hedge_lexicon = 'no/such/hedges.txt': no such file" in err
     assert "analysis.encoder.model = 'no-such-encoder-model': not available" in err
-    assert "units.models lists 'model_a' more than once" in err and "units.runs lists '1' more than once" in err
+    assert "grid.models lists 'model_a' more than once" in err and "grid.runs lists '1' more than once" in err
 
 
 @pytest.mark.workflow
 def test_units_models_naming_no_model_of_the_inputs_says_so(tmp_path):
     cfg = {"inputs": [{"path": "examples/traces/demo.jsonl", "question_set": "demo"}],
-           "units": {"models": ["model_z"]}}
+           "grid": {"models": ["model_z"]}}
     proc = snakemake(make_workdir(tmp_path, cfg), "-n", check=False)
     err = proc.stdout + proc.stderr
     assert proc.returncode != 0 and "could not be read" not in err
-    assert "units.models = ['model_z']" in err and "models ['model_a', 'model_b']" in err
+    assert "grid.models = ['model_z']" in err and "models ['model_a', 'model_b']" in err
 
 
 @pytest.mark.workflow

@@ -177,7 +177,7 @@ def _tables(tmp_path: Path, *, capped: bool = False, cbc_full: float = 0.3) -> P
     for tid, qid in zip(metrics.trace_id[:24], metrics.question_id[:24]):
         for st, bf, rvd, cbc, gd in (("l1", 0, 0, 0, 0), ("l3", 0.2, 0, 0, 0.10), ("l4", 0.2, 3, 0.2, 0.12),
                                      ("full", 0.21, 3.5, cbc_full, 0.11)):
-            per.append({"stage": st, "trace_id": tid, "model": "m", "question_id": qid, "run": "1", "domain": "",
+            per.append({"layers": st, "trace_id": tid, "model": "m", "question_id": qid, "run": "1", "domain": "",
                         "tus": 8, **{m: 0.0 for m in METRIC_NAMES}, "BF": bf, "RvD": rvd,
                         "CBC": cbc + (rng.normal(0, 0.01) if cbc else 0), "GD": gd + (rng.normal(0, 0.005) if gd else 0)})
     per = pd.DataFrame(per)

@@ -25,8 +25,8 @@ TABLE_COLUMNS = {
     "cycles_summary": ["model", "subgraph", "prevalence", "mean", "median"],
     "length_confound": ["metric", "rho", "p"],
     "length_excluded": ["dimension", "grouping", "epsilon2_full", "epsilon2_excluded"],
-    "ablation": ["stage", "n_traces", "BF", "AT"],
-    "ablation_traces": ["stage", "trace_id", "tus", "BF", "AT"],
+    "ablation": ["layers", "n_traces", "BF", "AT"],
+    "ablation_traces": ["layers", "trace_id", "tus", "BF", "AT"],
     "claims": ["kind", "key", "question", "estimate", "ci_low", "ci_high", "verdict"],
     "aggregation_robustness": ["dimension", "rho"],
     "model_vs_domain": ["target", "epsilon2_model", "epsilon2_domain", "ratio"],
@@ -41,7 +41,7 @@ HAS_SECOND_ENCODER = importlib.util.find_spec("onnxruntime") is not None and any
 def ran(tmp_path_factory):
     cfg = yaml.safe_load((REPO / "config" / "config.yaml").read_text())
     # the bundled traces only: no trace generation, no trajectories (other rules' tests cover those)
-    cfg = {k: v for k, v in cfg.items() if k in ("inputs", "units", "resources", "analysis", "stats")}
+    cfg = {k: v for k, v in cfg.items() if k in ("inputs", "grid", "resources", "analysis", "stats")}
     cfg["stats"].update(enabled=True, sensitivity_encoder="paraphrase-MiniLM-L3-v2" if HAS_SECOND_ENCODER else "")
     wd = make_workdir(tmp_path_factory.mktemp("stats"), cfg)
     snakemake(wd, "stats")
@@ -62,8 +62,8 @@ def test_every_table_has_its_contract_columns_and_provenance(ran):
     assert read_table_metadata(ran / "results/stats/kruskal.parquet")["source_provenance"]["modules"]
     ablation = pd.read_parquet(ran / "results/stats/ablation.parquet")
     analysed = len(pd.read_parquet(ran / "results/tables/metrics.parquet"))
-    assert list(ablation["stage"]) == ["l1", "l3", "l4", "full"] and (ablation["n_traces"] == analysed).all()
-    assert (ablation.loc[ablation.stage == "l1", "BF"] == 0).all()  # structural boundaries only: no BRCH
+    assert list(ablation["layers"]) == ["l1", "l3", "l4", "full"] and (ablation["n_traces"] == analysed).all()
+    assert (ablation.loc[ablation.layers == "l1", "BF"] == 0).all()  # structural boundaries only: no BRCH
     cv = pd.read_parquet(ran / "results/stats/cv.parquet")
     assert set(cv["model"]) == {"model_a", "model_b"}  # model_c has no question with two analysed runs
 

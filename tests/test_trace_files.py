@@ -1,6 +1,6 @@
 """Collected trace files are written by their collection job and reached through its manifest (issue 23): what a
 rule reading them waits for, when that input is marked done (ancient), and the trace file deleted by hand that
-planning names (thinkprobe.generate.plan.CollectedTraces, thinkprobe.tracefiles)."""
+planning names (thinkprobe.generate.collection_jobs.CollectedTraces, thinkprobe.tracefiles)."""
 
 from __future__ import annotations
 
@@ -15,10 +15,10 @@ pytestmark = pytest.mark.fast
 
 def _plan(tmp_path):
     from thinkprobe.config import load_schema, validate_config
-    from thinkprobe.generate.plan import CollectedTraces, plan_collection
+    from thinkprobe.generate.collection_jobs import CollectedTraces, list_collection_jobs
 
     cfg = validate_config(default_config(), load_schema(REPO / "config" / "schema.yaml"))
-    plan = plan_collection(cfg, REPO)
+    plan = list_collection_jobs(cfg, REPO)
     return plan, CollectedTraces(plan, tmp_path)
 
 

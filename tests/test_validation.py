@@ -27,7 +27,7 @@ def _check(edit) -> str:
 @pytest.mark.fast
 @pytest.mark.parametrize("where, value", [
     (("analysis", "trajectory", "elab_percentile"), float("nan")),
-    (("analysis", "segmentation", "max_units"), float("inf")),
+    (("analysis", "segmentation", "max_thought_units"), float("inf")),
     (("trajectories", "tau"), float("nan")),
     (("trajectories", "sampling", "temperature"), float("-inf")),
     (("stats", "effect_small"), float("nan")),
@@ -41,6 +41,42 @@ def test_nan_and_infinities_are_rejected_naming_the_key(where, value):
 
     msg = _check(edit)
     assert f"{'.'.join(where)} = {value!r} is not allowed" in msg
+
+
+@pytest.mark.fast
+@pytest.mark.parametrize("old, new, value", [
+    (("units",), "grid", {"models": [], "runs": [1]}),
+    (("analysis", "segmentation", "max_units"), "analysis.segmentation.max_thought_units", 4000),
+    (("analysis", "texttiling", "max_unit_sentences"), "analysis.texttiling.max_tu_sentences", 20),
+])
+def test_a_renamed_key_is_refused_naming_its_new_name(old, new, value):
+    """Issue 27, one name per role: an old key is no alias; the error names it, its new name and the migration
+    note, and the rest of the config is still checked in the same run."""
+    def edit(cfg):
+        node = cfg
+        for k in old[:-1]:
+            node = node.setdefault(k, {})
+        node.pop(new.rsplit(".", 1)[-1], None)
+        node[old[-1]] = value
+        cfg["trajectories"] = {**cfg.get("trajectories", {}), "tau": float("nan")}  # another problem
+
+    msg = _check(edit)
+    assert f"{'.'.join(old)}: this key is now {new}; rename it in the config" in msg
+    assert "docs/changes.md" in msg and (REPO / "docs" / "changes.md").read_text().startswith("# Changes")
+    assert "Renames (issue 27)" in (REPO / "docs" / "changes.md").read_text()
+    assert "trajectories.tau = nan is not allowed" in msg  # reported together with the rename
+    assert "Additional properties" not in msg  # the old key is named once, by its rename
+
+
+@pytest.mark.fast
+def test_a_renamed_analysis_key_is_refused_by_params_too():
+    """thinkprobe analyze reads analysis parameters without the workflow schema: the same error there."""
+    from thinkprobe.params import Params, ParamsError
+
+    with pytest.raises(ParamsError, match=r"analysis\.segmentation\.max_units: this key is now "
+                                          r"analysis\.segmentation\.max_thought_units"):
+        Params.from_dict({"segmentation": {"max_units": 10}})
+    assert Params.from_dict({"segmentation": {"max_thought_units": 10}}).segmentation.max_thought_units == 10
 
 
 @pytest.mark.fast
@@ -61,10 +97,10 @@ def test_sampling_overrides_are_validated_at_every_level():
 @pytest.mark.workflow
 def test_names_that_must_exist_elsewhere_stop_planning(tmp_path):
     cfg = default_config()
-    cfg["units"] = {"models": ["smollm2", "smolm2"]}  # a typo, with collection supplying the grid
+    cfg["grid"] = {"models": ["smollm2", "smolm2"]}  # a typo, with collection supplying the grid
     proc = snakemake(make_workdir(tmp_path / "a", cfg), "-n", check=False)
     out = proc.stdout + proc.stderr
-    assert proc.returncode != 0 and "units.models: ['smolm2'] name no model of the inputs" in out
+    assert proc.returncode != 0 and "grid.models: ['smolm2'] name no model of the inputs" in out
     assert "collected model (collection.jobs: ['smollm2'])" in out
     cfg = default_config()
     cfg["question_sets"]["extra"] = {"source": "builtin", "limit": 1}

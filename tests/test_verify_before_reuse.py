@@ -191,7 +191,7 @@ def test_an_altered_collected_unit_is_never_reused(tmp_path):
     from thinkprobe.generate.unit_store import StaleUnits, store_path
     from thinkprobe.stages.collect import collect_batch
     from thinkprobe.generate.engine import open_engine
-    from thinkprobe.generate.plan import plan_collection
+    from thinkprobe.generate.collection_jobs import list_collection_jobs
 
     from .test_hostile_peers import Peer, completion
 
@@ -212,7 +212,7 @@ def test_an_altered_collected_unit_is_never_reused(tmp_path):
                               "sampling": {"max_tokens": 24, "temperature": 0.6},
                               "loop_detection": {"window": 3, "min_repeats": 3, "min_line_chars": 8,
                                                  "max_retries": 0}}}
-        params = plan_collection(cfg).batch_params("m", "tiny", "c0000", cfg["collection"])
+        params = list_collection_jobs(cfg).batch_params("m", "tiny", "c0000", cfg["collection"])
         store = tmp_path / "store"
         collect_batch(open_engine, params, store)
         assert len(asked) == 2

@@ -8,8 +8,9 @@ is generated from :mod:`thinkprobe.params` (:func:`load_schema`).
 Beyond the schema, the checks that would otherwise fail only at run time (or as a Snakemake error that
 names no key) are made here too: a lexicon path that does not exist, an encoder model (or the second
 encoder of ``stats.sensitivity_encoder``) that is not available on this machine, and duplicate entries of
-``units.models``/``units.runs`` (``1`` and ``"1"`` are the same run). Checks that need a higher layer's
-code (a vLLM model folder, the statistics' second encoder) are that layer's own functions, named by their
+``grid.models``/``grid.runs`` (``1`` and ``"1"`` are the same run). A key that was renamed
+(:data:`RENAMED`) is an error naming its new name, never a silent alias: one name per role (docs/glossary.md).
+Checks that need a higher layer's code (a vLLM model folder, the statistics' second encoder) are that layer's own functions, named by their
 schema block (``x-checks-from``, :func:`declared_checks`), as the defaults are (``x-defaults-from``): this
 module's code names nothing of :mod:`thinkprobe.generate`, :mod:`thinkprobe.stats` or any other subpackage
 (``tests/test_import_graph.py``); what it runs of them, the schema names.
@@ -21,7 +22,7 @@ import copy
 from pathlib import Path
 from typing import Any
 
-from .params import Params, ParamsError
+from .params import RENAMED_PARAMS, Params, ParamsError
 
 
 class ConfigError(ValueError):
@@ -117,15 +118,52 @@ def _describe(error) -> str:
     return f"{path} = {error.instance!r}: {error.message}"
 
 
+CHANGES = "docs/changes.md, Renames (issue 27)"
+"""Where a user reads what to edit when a key was renamed."""
+
+RENAMED: dict[str, str] = {
+    "units": "grid",  # the study grid's models and runs; "unit" alone is an analysis unit (docs/glossary.md)
+    **{f"analysis.{section}.{old}": f"analysis.{section}.{new}" for (section, old), new in RENAMED_PARAMS.items()},
+}
+"""Old dotted key -> its new name: a config that still has the old key is refused with a message naming both."""
+
+
+def renamed_keys(config: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
+    """The config with every renamed key (:data:`RENAMED`) under its new name, and one problem per old key found.
+
+    The problems make validation fail (the old name is no alias); the moved copy lets the same run report
+    every other problem of the config too (an old key beside its new one is dropped from the copy: the new
+    one is what is checked, the old one is named once, by its problem).
+
+    >>> moved, problems = renamed_keys({"units": {"runs": [1]}})
+    >>> moved
+    {'grid': {'runs': [1]}}
+    >>> problems[0].split(";")[0]
+    'units: this key is now grid'
+    """
+    moved = copy.deepcopy(config)
+    problems: list[str] = []
+    for old, new in RENAMED.items():
+        *parents, leaf = old.split(".")
+        node: Any = moved
+        for part in parents:
+            node = node.get(part) if isinstance(node, dict) else None
+        if isinstance(node, dict) and leaf in node:
+            problems.append(f"{old}: this key is now {new}; rename it in the config (see {CHANGES})")
+            node.setdefault(new.rsplit(".", 1)[-1], node.pop(leaf))
+    return moved, problems
+
+
 def validate_config(config: dict[str, Any], schema: dict[str, Any], source: str = "config") -> dict[str, Any]:
     """Return a copy of ``config`` with defaults filled, or raise :class:`ConfigError` listing every problem."""
     from jsonschema import Draft202012Validator
 
     if not isinstance(config, dict):
         raise ConfigError(f"{source}: the configuration must be a mapping, got {type(config).__name__}")
-    filled = _fill_defaults(copy.deepcopy(config), schema)
+    config, renamed = renamed_keys(config)
+    filled = _fill_defaults(config, schema)
     errors = sorted(Draft202012Validator(schema).iter_errors(filled), key=lambda e: list(e.absolute_path))
-    problems = [_describe(e) for e in errors] + _non_finite(filled)
+    problems = renamed + [_describe(e) for e in errors] + _non_finite(filled)
     if not problems:
         try:
             Params.from_dict(filled.get("analysis"), "analysis")
@@ -195,7 +233,7 @@ def run_time_problems(config: dict[str, Any], base: str | Path = ".") -> list[st
 
     problems: list[str] = []
     analysis = config.get("analysis") if isinstance(config.get("analysis"), dict) else {}
-    units = config.get("units") if isinstance(config.get("units"), dict) else {}
+    grid = config.get("grid") if isinstance(config.get("grid"), dict) else {}
     for key, section, name in (("analysis.segmentation.cue_lexicon", "segmentation", "cue_lexicon"),
                                ("analysis.metrics.hedge_lexicon", "metrics", "hedge_lexicon")):
         path = (analysis.get(section) or {}).get(name) if isinstance(analysis.get(section), dict) else ""
@@ -209,8 +247,8 @@ def run_time_problems(config: dict[str, Any], base: str | Path = ".") -> list[st
         if problem:
             problems.append(f"analysis.encoder.model = {model!r}: not available: {problem}")
     for key in ("models", "runs"):
-        values = units.get(key)
+        values = grid.get(key)
         dups = _duplicates(values) if isinstance(values, list) else []
         if dups:
-            problems.append(f"units.{key} lists {', '.join(repr(d) for d in dups)} more than once")
+            problems.append(f"grid.{key} lists {', '.join(repr(d) for d in dups)} more than once")
     return problems

@@ -51,7 +51,7 @@ measured on R1-distill and R1/QwQ traces of the shared corpus (docs/results.md, 
 
 Cost: layer 4 holds one ``n x n`` similarity matrix and emits at most ``synthesis_max_targets`` SYNT arcs
 and one backward arc per TU, so a graph has at most ``(3 + synthesis_max_targets) n`` edges; ``n`` is
-bounded by ``segmentation.max_units``.
+bounded by ``segmentation.max_thought_units``.
 """
 
 from __future__ import annotations

@@ -54,7 +54,7 @@ class SegmentationParams:
     min_span_sentences: int = _p(2, 0)  # a none span under 2 sentences ...
     min_span_tokens: int = _p(30, 0)  # ... or under 30 tokens merges forward
     cue_lexicon: str = _p("", doc="path of a cue lexicon (empty: packaged)")  # path of a cue lexicon; empty = the packaged lexicons/cues.tsv
-    max_units: int = _p(5000, 1, doc="a trace cut into more thought units is excluded before encoding")  # ours: a trace cut into more TUs is excluded before encoding (cost bound)
+    max_thought_units: int = _p(5000, 1, doc="a trace cut into more thought units is excluded before encoding")  # ours: a trace cut into more TUs is excluded before encoding (cost bound)
 
 
 @dataclass(frozen=True)
@@ -67,7 +67,7 @@ class TextTilingParams:
     threshold_percentile: float = _p(30.0, **PERCENT)  # tau = P30 of the trace's block similarities
     scope: str = _p("paragraphs", choices=("paragraphs", "none_spans"))  # Algorithm 1 (default) or §3.4's reading
     min_sentences: int = _p(2, 1)  # ours: a paragraph with fewer sentences is never split
-    max_unit_sentences: int = _p(24, 1)  # ours: a paragraph with no valley is cut into parts of at most this
+    max_tu_sentences: int = _p(24, 1)  # ours: a paragraph with no valley is cut into parts of at most this
     max_sentences: int = _p(50000, 1)  # ours: a trace with more sentences is excluded before layer 2 encodes any
 
 
@@ -216,10 +216,22 @@ def analysis_schema() -> dict[str, Any]:
     return {"type": "object", "additionalProperties": False, "properties": sections}
 
 
+RENAMED_PARAMS: dict[tuple[str, str], str] = {
+    ("segmentation", "max_units"): "max_thought_units",  # "unit" alone is an analysis unit (docs/glossary.md)
+    ("texttiling", "max_unit_sentences"): "max_tu_sentences",
+}
+"""(section, old key) -> new key: an old key is an error naming the new one (docs/changes.md, Renames (issue 27))."""
+
+
 def _section_from_dict(section_cls, data: dict[str, Any] | None, where: str):
     data = data or {}
     if not isinstance(data, dict):
         raise ParamsError(f"{where}: expected a mapping, got {type(data).__name__}")
+    section = where.rsplit(".", 1)[-1]
+    renamed = [f"{where}.{old}: this key is now {where}.{new}; rename it (see docs/changes.md, Renames (issue 27))"
+               for (sec, old), new in RENAMED_PARAMS.items() if sec == section and old in data]
+    if renamed:
+        raise ParamsError("; ".join(renamed))
     allowed = {f.name: f for f in fields(section_cls)}
     unknown = sorted(set(data) - set(allowed))
     if unknown:

@@ -4,19 +4,19 @@ Work is done in chunks of traces so that the encoder sees large batches: layer 1
 encoder call for every sentence of the chunk (layer 2 slides its window over the whole trace, see
 :mod:`thinkprobe.texttiling`), layer 2, one encoder call for all TU texts (a one-sentence TU is a cache
 hit), then graphs and metrics per trace. Every failure of one trace becomes an
-:class:`~thinkprobe.traces.Exclusion` naming the trace, the stage and the reason; the batch goes on.
+:class:`~thinkprobe.traces.Exclusion` naming the trace, the stage and the reason; the chunk goes on.
 
-Cost bound: a trace cut into more than ``segmentation.max_units`` TUs (default 5,000; real traces have tens)
+Cost bound: a trace cut into more than ``segmentation.max_thought_units`` TUs (default 5,000; real traces have tens)
 is excluded after layer 1, before anything is encoded; so is a trace whose layer-1 spans already imply more
 than that many TUs after layer 2 (a tileable paragraph of m sentences gives at least
-ceil(m / max_unit_sentences)), and one of more than ``texttiling.max_sentences`` sentences (layer 2 encodes
+ceil(m / max_tu_sentences)), and one of more than ``texttiling.max_sentences`` sentences (layer 2 encodes
 every sentence); the check after layer 2 remains as a backstop. Below the caps, layers 3-4 and the
 metrics are at most quadratic in TUs with bounded memory (see :mod:`thinkprobe.graph`), and layer 2 is
 linear in sentences.
 
-Stages for the ablation of paper Table 6 (cumulative): ``l1`` structural boundaries only (SEQ backbone),
-``l3`` adds the semantic trajectory, ``l4`` adds cross-segment arcs, ``full`` adds layer-2 TextTiling to
-``l4`` (the complete pipeline).
+Layer settings for the ablation of paper Table 6 (cumulative, :data:`LAYER_SETTINGS`): ``l1`` structural
+boundaries only (SEQ backbone), ``l3`` adds the semantic trajectory, ``l4`` adds cross-segment arcs, ``full``
+adds layer-2 TextTiling to ``l4`` (the complete pipeline).
 """
 
 from __future__ import annotations
@@ -41,7 +41,7 @@ from .segmentation import BOUNDARY_CLASSES, Span, segment
 from .text import count_tokens
 from .traces import Exclusion, Trace, validate_trace
 
-STAGES = ("l1", "l3", "l4", "full")
+LAYER_SETTINGS = ("l1", "l3", "l4", "full")  # which layers run (docs/glossary.md: layer)
 _GRAPH_LAYERS = {"l1": "l1", "l3": "l3", "l4": "l4", "full": "l4"}
 log = logging.getLogger("thinkprobe")
 
@@ -87,7 +87,7 @@ class TraceResult:
 
 
 class Timings(defaultdict):
-    """Seconds spent per pipeline stage, summed over traces."""
+    """Seconds spent per layer (and on the encoder, graphs and metrics), summed over traces."""
 
     def __init__(self):
         super().__init__(float)
@@ -103,9 +103,10 @@ def _internal_error(trace_id: str, stage: str, exc: Exception, source: str) -> E
     return Exclusion(trace_id, f"internal error in {stage}: {type(exc).__name__}: {exc}", source, stage)
 
 
-def _too_many_units(trace: Trace, n: int, params: Params, stage: str) -> Exclusion:
+def _too_many_thought_units(trace: Trace, n: int, params: Params, stage: str) -> Exclusion:
     return Exclusion(trace.trace_id, f"too many thought units: {n} after {stage} (maximum "
-                     f"{params.segmentation.max_units}; segmentation.max_units)", trace.source, stage)
+                     f"{params.segmentation.max_thought_units}; segmentation.max_thought_units)",
+                     trace.source, stage)
 
 
 def _tile(spans: list[Span], emb_of: dict[tuple[int, int], np.ndarray],
@@ -127,7 +128,7 @@ def _tile(spans: list[Span], emb_of: dict[tuple[int, int], np.ndarray],
             soft = [k - first for k in inside]
             edges = [0, *soft, m]
             for a, b in zip(edges[:-1], edges[1:]):
-                cuts += [(a + c, "length") for c in texttiling.even_cuts(b - a, tp.max_unit_sentences)]
+                cuts += [(a + c, "length") for c in texttiling.even_cuts(b - a, tp.max_tu_sentences)]
             cuts = sorted(cuts + [(k, "texttiling") for k in soft])
         first += m
         if not cuts:
@@ -148,7 +149,7 @@ def _tile(spans: list[Span], emb_of: dict[tuple[int, int], np.ndarray],
 def _over_layer2_caps(spans: list[Span], params: Params) -> str | None:
     """Why layer 2 must not run on this trace, from layer 1's spans alone (no encoding), or None.
 
-    Layer 2 encodes every sentence, and it never makes fewer TUs than ceil(m / max_unit_sentences) of a
+    Layer 2 encodes every sentence, and it never makes fewer TUs than ceil(m / max_tu_sentences) of a
     tileable paragraph of m sentences (no part is longer), one of any other span: both bounds are known
     before the encoder runs, so an over-cap trace costs its segmentation only (seconds, not minutes).
     """
@@ -157,10 +158,10 @@ def _over_layer2_caps(spans: list[Span], params: Params) -> str | None:
     if n_sent > tp.max_sentences:
         return (f"too many sentences for layer 2: {n_sent} (maximum {tp.max_sentences}; "
                 "texttiling.max_sentences), excluded before encoding")
-    least = sum(-(-len(s.sentences) // tp.max_unit_sentences) if _is_tileable(s, params) else 1 for s in spans)
-    if least > params.segmentation.max_units:
-        return (f"too many thought units: at least {least} after layer2 (maximum {params.segmentation.max_units}; "
-                "segmentation.max_units), excluded before encoding")
+    least = sum(-(-len(s.sentences) // tp.max_tu_sentences) if _is_tileable(s, params) else 1 for s in spans)
+    if least > params.segmentation.max_thought_units:
+        return (f"too many thought units: at least {least} after layer2 (maximum {params.segmentation.max_thought_units}; "
+                "segmentation.max_thought_units), excluded before encoding")
     return None
 
 
@@ -188,8 +189,8 @@ def segment_traces(traces: list[Trace], params: Params, encoder: Encoder, layer2
         except Exception as exc:  # noqa: BLE001 - one trace must never stop the batch
             results[i] = _internal_error(tr.trace_id, "layer1", exc, tr.source)
             continue
-        if len(spans) > params.segmentation.max_units:
-            results[i] = _too_many_units(tr, len(spans), params, "layer1")
+        if len(spans) > params.segmentation.max_thought_units:
+            results[i] = _too_many_thought_units(tr, len(spans), params, "layer1")
         else:
             layered[i] = spans
     t0 = timings.add("layer1", t0)
@@ -215,8 +216,8 @@ def segment_traces(traces: list[Trace], params: Params, encoder: Encoder, layer2
                 results[i] = _internal_error(traces[i].trace_id, "layer2", exc, traces[i].source)
                 del layered[i]
                 continue
-            if len(layered[i]) > params.segmentation.max_units:
-                results[i] = _too_many_units(traces[i], len(layered[i]), params, "layer2")
+            if len(layered[i]) > params.segmentation.max_thought_units:
+                results[i] = _too_many_thought_units(traces[i], len(layered[i]), params, "layer2")
                 del layered[i]
         t0 = timings.add("layer2", t0)
 
@@ -251,25 +252,27 @@ def graph_of(seg: SegmentedTrace, params: Params, layers: str = "l4", timings: T
     return g
 
 
-def analyze(traces: Iterable[Trace | Exclusion], params: Params, encoder: Encoder, stage: str = "full",
+def analyze(traces: Iterable[Trace | Exclusion], params: Params, encoder: Encoder, layers: str = "full",
             chunk_size: int = 64, timings: Timings | None = None,
             on_result: Callable[[TraceResult], None] | None = None,
             graph_attrs: dict[str, Any] | None = None) -> Iterator[TraceResult]:
-    """Analyse traces (exclusions pass straight through) and yield one :class:`TraceResult` each, in order."""
-    if stage not in STAGES:
-        raise ValueError(f"stage must be one of {STAGES}, got {stage!r}")
+    """Analyse traces (exclusions pass straight through) and yield one :class:`TraceResult` each, in order.
+
+    ``layers`` is one of :data:`LAYER_SETTINGS` (``full``: every layer; the others are the ablation's)."""
+    if layers not in LAYER_SETTINGS:
+        raise ValueError(f"layers must be one of {LAYER_SETTINGS}, got {layers!r}")
     timings = timings if timings is not None else Timings()
     hedges = load_hedges(params.metrics.hedge_lexicon or None)
     chunk: list[Trace | Exclusion] = []
 
     def flush() -> Iterator[TraceResult]:
         real = [t for t in chunk if isinstance(t, Trace)]
-        segmented = iter(segment_traces(real, params, encoder, layer2=(stage == "full"), timings=timings))
+        segmented = iter(segment_traces(real, params, encoder, layer2=(layers == "full"), timings=timings))
         for item in chunk:
             if isinstance(item, Exclusion):
                 res = TraceResult(Trace(item.trace_id, "", source=item.source), exclusion=item)
             else:
-                res = _finish(item, next(segmented), params, stage, timings, hedges, graph_attrs)
+                res = _finish(item, next(segmented), params, layers, timings, hedges, graph_attrs)
             if on_result:
                 on_result(res)
             yield res
@@ -283,12 +286,12 @@ def analyze(traces: Iterable[Trace | Exclusion], params: Params, encoder: Encode
         yield from flush()
 
 
-def _finish(trace: Trace, seg: SegmentedTrace | Exclusion, params: Params, stage: str, timings: Timings,
+def _finish(trace: Trace, seg: SegmentedTrace | Exclusion, params: Params, layers: str, timings: Timings,
             hedges, graph_attrs) -> TraceResult:
     if isinstance(seg, Exclusion):
         return TraceResult(trace, exclusion=seg)
     try:
-        graph = graph_of(seg, params, _GRAPH_LAYERS[stage], timings, graph_attrs)
+        graph = graph_of(seg, params, _GRAPH_LAYERS[layers], timings, graph_attrs)
     except InvariantError as exc:
         return TraceResult(trace, exclusion=Exclusion(trace.trace_id, str(exc), trace.source, "graph"))
     except Exception as exc:  # noqa: BLE001
@@ -323,15 +326,15 @@ def boundary_class_shares(graphs: Iterable[ThoughtGraph]) -> dict[str, float]:
 
 
 def ablation(traces: list[Trace], params: Params, encoder: Encoder) -> list[dict[str, Any]]:
-    """Paper Table 6: per cumulative stage, the mean of every metric and the boundary-class shares.
+    """Paper Table 6: per cumulative layer setting, the mean of every metric and the boundary-class shares.
 
-    One row per stage: ``stage``, ``n_traces`` (analysed), ``tus_per_trace``, the 19 metric means, then
+    One row per layer setting: ``layers``, ``n_traces`` (analysed), ``tus_per_trace``, the 19 metric means, then
     ``class_<name>`` for each share of :func:`boundary_class_shares`.
     """
     rows = []
-    for stage in STAGES:
-        results = [r for r in analyze(traces, params, encoder, stage=stage) if r.metrics]
-        row: dict[str, Any] = {"stage": stage, "n_traces": len(results)}
+    for layers in LAYER_SETTINGS:
+        results = [r for r in analyze(traces, params, encoder, layers=layers) if r.metrics]
+        row: dict[str, Any] = {"layers": layers, "n_traces": len(results)}
         if results:
             row["tus_per_trace"] = float(np.mean([r.graph.n for r in results]))
             for k in results[0].metrics:

@@ -37,7 +37,7 @@ third of all boundaries are soft ``none`` boundaries from TextTiling):
 
 Readings where the paper is silent: a paragraph is split only when it has at least
 ``min_sentences`` (default 2) sentences; a paragraph with no valley that is still longer than
-``max_unit_sentences`` (ours, default 24) sentences is cut into equal parts of at most that many, so that a
+``max_tu_sentences`` (ours, default 24) sentences is cut into equal parts of at most that many, so that a
 degenerate loop (one sentence repeated 2,000 times: a flat curve, no valley) becomes many identical TUs
 and scores the redundancy it has, not one TU with RR = 0.
 """

@@ -97,7 +97,7 @@ class Discovery:
     questions: dict[str, list[str]] = field(default_factory=dict)  # question set -> question ids
     found_models: list[str] = field(default_factory=list)  # every model in the inputs (before the grid)
     found_runs: list[str] = field(default_factory=list)
-    # question set -> (models, runs) that apply to it: the configured units.models/runs when the study names
+    # question set -> (models, runs) that apply to it: the configured grid.models/runs when the study names
     # them, else the models and runs of its inputs (imported) or of its collection jobs (collected)
     grids: dict[str, tuple[list[str], list[str]]] = field(default_factory=dict)
 
@@ -254,7 +254,7 @@ def no_traces_message(plan: Discovery, inputs: Iterable[dict[str, Any]], models:
     paths = ", ".join(str(e["path"]) for e in inputs)
     if plan.found_models:
         return (f"no trace of the inputs ({paths}) belongs to the configured study grid: "
-                f"units.models = {models or '(all)'}, units.runs = {runs or '(all)'}; the inputs hold "
+                f"grid.models = {models or '(all)'}, grid.runs = {runs or '(all)'}; the inputs hold "
                 f"models {plan.found_models} and runs {plan.found_runs}")
     unreadable = len(plan.problems)
     return (f"no traces found in the configured inputs: {paths}"

@@ -1,4 +1,4 @@
-"""``thinkprobe ablate``: mean metrics under the four cumulative pipeline stages (paper Table 6)."""
+"""``thinkprobe ablate``: mean metrics under the four cumulative layer settings (paper Table 6)."""
 
 from __future__ import annotations
 
@@ -9,9 +9,9 @@ from .common import add_params_options, analysis_params
 
 
 def add_parser(sub) -> argparse.ArgumentParser:
-    ab = sub.add_parser("ablate", help="mean metrics under the four cumulative pipeline stages (paper Table 6)",
+    ab = sub.add_parser("ablate", help="mean metrics under the four cumulative layer settings l1, l3, l4, full (paper Table 6)",
                         description="Runs the pipeline stopped after layer 1, after layer 3, after layer 4 and "
-                                    "in full, and writes the mean of every metric per stage.")
+                                    "in full, and writes the mean of every metric per layer setting (column layers).")
     ab.add_argument("paths", nargs="+", metavar="PATH", help="trace files, JSONL files or directories")
     ab.add_argument("--out", metavar="FILE", help="write the table as Parquet here (default: print only)")
     add_params_options(ab)
@@ -39,7 +39,7 @@ def run(args: argparse.Namespace) -> int:
     with pd.option_context("display.width", 200, "display.max_columns", 30):
         print(table.drop(columns=shares).to_string(index=False, float_format=lambda v: f"{v:.3f}"))
         print("\nboundary-class shares (all TU boundaries; soft = opened by layer 2, none_soft = the part of it still none)")
-        by_class = table.set_index("stage")[shares].T
+        by_class = table.set_index("layers")[shares].T
         by_class.index = [c.removeprefix("class_") for c in shares]
         print(by_class.to_string(float_format=lambda v: f"{v:.3f}"))
     return 0

@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 from .. import __version__
-from .common import add_params_options, analysis_params, out_dir
+from .common import RenamedOption, add_params_options, analysis_params, out_dir
 
 HELP = """\
 Analyse reasoning traces: Thought Graph, 19 metrics and exclusions.
@@ -32,10 +32,14 @@ def add_parser(sub) -> argparse.ArgumentParser:
     a.add_argument("--out", metavar="DIR", help="output directory (default: JSON lines on stdout)")
     a.add_argument("--graph-format", choices=("json", "graphml"), default="json",
                    help="format of DIR/graphs/<trace_id>.* (default json: networkx node-link)")
-    a.add_argument("--stage", choices=("l1", "l3", "l4", "full"), default="full",
-                   help="stop the pipeline early, as in the ablation (default full)")
+    # pipeline.LAYER_SETTINGS, written out: importing the pipeline here would slow every --help (tests/test_cli.py
+    # checks that the two agree)
+    a.add_argument("--layers", choices=("l1", "l3", "l4", "full"), default="full",
+                   help="which layers run, as in the ablation: l1, l3, l4 stop the pipeline early (default full; "
+                        "this option was --stage before issue 27, which is now refused)")
+    a.add_argument("--stage", action=RenamedOption, new="--layers")
     a.add_argument("--chunk-size", type=int, default=64, metavar="N",
-                   help="traces encoded together in one batch (default 64)")
+                   help="traces encoded together in one chunk (default 64)")
     a.add_argument("--quiet", action="store_true", help="no progress bar")
     add_params_options(a)
     a.set_defaults(func=run)
@@ -61,13 +65,13 @@ def run(args: argparse.Namespace) -> int:
     if not items:
         raise ValueError(f"no trace files under {', '.join(args.paths)} (.txt, .md, .json, .jsonl)")
     encoder = load_encoder(params.encoder, device=args.device)
-    provenance = {"thinkprobe_version": __version__, **encoder.provenance(), "stage": args.stage,
+    provenance = {"thinkprobe_version": __version__, **encoder.provenance(), "layers": args.layers,
                   "params": params.to_dict()}
     rows, excluded = [], []
     written: set[Path] = set()
     bar = tqdm(total=len(items), unit="trace", disable=args.quiet or len(items) < 2, file=sys.stderr)
     suffix = "graphml" if args.graph_format == "graphml" else "json"
-    for res in analyze(items, params, encoder, stage=args.stage, chunk_size=args.chunk_size,
+    for res in analyze(items, params, encoder, layers=args.layers, chunk_size=args.chunk_size,
                        graph_attrs={"provenance": provenance}):
         bar.update(1)
         if res.exclusion:

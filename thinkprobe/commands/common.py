@@ -7,6 +7,21 @@ import json
 from pathlib import Path
 
 
+class RenamedOption(argparse.Action):
+    """An option that was renamed: using it stops with one line naming the new option (exit status 2, as
+    argparse's own errors, without the usage block that would bury the line). argparse alone would only say
+    "unrecognized arguments", which does not tell the user what the option is called now; the old name is no
+    alias (one name per role, docs/glossary.md)."""
+
+    def __init__(self, option_strings, dest, new: str, **kwargs):
+        self.new = new
+        super().__init__(option_strings, dest, nargs="?", help=argparse.SUPPRESS, **kwargs)
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        parser.exit(2, f"{parser.prog}: error: {option_string} was renamed: use {self.new} "
+                       "(docs/changes.md, Renames (issue 27))\n")
+
+
 def add_params_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--config", metavar="YAML",
                    help="read parameters from this YAML file (its `analysis:` section, as in config/config.yaml)")

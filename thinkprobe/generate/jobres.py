@@ -29,7 +29,7 @@ from __future__ import annotations
 import math
 from typing import Any, Mapping
 
-from .plan import gpus
+from .collection_jobs import gpus
 
 RULES = ("collect", "traj_sample")
 RESOURCE_KEYS = ("runtime", "mem_mb", "threads", "cpus_per_gpu")

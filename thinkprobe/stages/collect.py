@@ -40,7 +40,7 @@ from ..units import UnitKey
 from ..generate.engine import Engine, Generation
 from ..generate.faults import TransientFailures  # noqa: F401 - raised here, and part of this module's API
 from ..generate.faults import is_transient, transient_failures
-from ..generate.plan import unit_seed
+from ..generate.collection_jobs import unit_seed
 from ..generate.reasoning import find_loop, split_reasoning
 from ..generate.unit_store import (STORE_VERSION, StaleUnits, _question, _sampling, build_prompt, now, store_path,
                                    unit_lengths, unit_settings, verified_store, write_store_unit)
@@ -57,7 +57,7 @@ def collect_batch(open_engine: Callable[[Mapping[str, Any]], Engine], params: Ma
     open_engine
         Opens the engine (called only when a unit is missing; the engine is closed at the end).
     params
-        :meth:`~thinkprobe.generate.plan.CollectionPlan.batch_params`: model config, prompt variant,
+        :meth:`~thinkprobe.generate.collection_jobs.CollectionJobs.batch_params`: model config, prompt variant,
         sampling, base seed, loop detection, ``chunk_prompts`` and the units (unit, question, seed).
     store
         The job's store folder.
@@ -135,12 +135,12 @@ def collect_batch(open_engine: Callable[[Mapping[str, Any]], Engine], params: Ma
 
 def collection_job(config: Mapping[str, Any], model: str, question_set: str, batch: str,
                    base: str | os.PathLike = ".") -> dict[str, Any]:
-    """A collection job's parameters (:meth:`~thinkprobe.generate.plan.CollectionPlan.batch_params`), planned
+    """A collection job's parameters (:meth:`~thinkprobe.generate.collection_jobs.CollectionJobs.batch_params`), planned
     again from the workflow's config inside the job: the question texts never pass through Snakemake's
     params (they would be stored, compared and printed for every job)."""
-    from ..generate.plan import plan_collection
+    from ..generate.collection_jobs import list_collection_jobs
 
-    plan = plan_collection(config, base)
+    plan = list_collection_jobs(config, base)
     return plan.batch_params(model, question_set, batch, config["collection"])
 
 

@@ -148,7 +148,7 @@ def analyse_text(trace, params, encoder=None) -> tuple[dict[str, Any] | None, di
     from ..pipeline import analyze
 
     encoder = encoder or load_encoder(params.encoder)
-    res = next(iter(analyze([trace], params, encoder, stage="full")))
+    res = next(iter(analyze([trace], params, encoder, layers="full")))
     if res.exclusion:
         return None, {}, res.exclusion.reason
     return res.graph.to_node_link(), dict(res.metrics), None

@@ -173,7 +173,7 @@ def read_traces(trace_paths: Sequence[str]):
 
 def ablation_stage(trace_paths: Sequence[str], analysis: dict[str, Any], n: int, seed: int, out: str,
                    out_traces: str) -> pd.DataFrame:
-    """``ablation.parquet``: mean metrics of ``n`` sampled traces under the stages l1, l3, l4, full, and
+    """``ablation.parquet``: mean metrics of ``n`` sampled traces under the layer settings l1, l3, l4, full, and
     ``ablation_traces.parquet``, the per-trace values behind them."""
     from ..encoder import load_encoder
     from ..params import Params

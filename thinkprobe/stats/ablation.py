@@ -1,4 +1,5 @@
-"""Pipeline layer ablation (paper section 5.4, Table 6): mean metric values under the four cumulative stages.
+"""Pipeline layer ablation (paper section 5.4, Table 6): mean metric values under the four cumulative layer
+settings (column ``layers``).
 
 ``l1`` structural boundaries only (SEQ backbone), ``l3`` + the semantic trajectory, ``l4`` + cross-segment
 arcs, ``full`` + layer-2 TextTiling (:func:`thinkprobe.pipeline.ablation` runs them). The paper uses a
@@ -6,8 +7,8 @@ held-out set of 50 traces; here a sample of ``n`` traces drawn with a fixed seed
 traces (sorted by unit id first, so the sample depends only on the set of traces, the seed and ``n``).
 
 Besides the means (``ablation.parquet``, the paper's table), the per-trace values are kept
-(``ablation_traces.parquet``: one row per stage and trace): the checks against Table 6 compare stages on the
-same traces (paired), and their intervals resample those traces (:mod:`.claims`).
+(``ablation_traces.parquet``: one row per layer setting and trace): the checks against Table 6 compare layer
+settings on the same traces (paired), and their intervals resample those traces (:mod:`.claims`).
 """
 
 from __future__ import annotations
@@ -20,10 +21,10 @@ import pandas as pd
 from ..encoder import Encoder
 from ..vocabulary import METRIC_NAMES
 from ..params import Params
-from ..pipeline import STAGES, analyze
+from ..pipeline import LAYER_SETTINGS, analyze
 from ..traces import Trace
 
-TRACE_COLUMNS = ["stage", "trace_id", "model", "question_id", "run", "domain", "tus", *METRIC_NAMES]
+TRACE_COLUMNS = ["layers", "trace_id", "model", "question_id", "run", "domain", "tus", *METRIC_NAMES]
 
 
 def sample_traces(traces: Sequence[Trace], n: int, seed: int = 42) -> list[Trace]:
@@ -36,27 +37,28 @@ def sample_traces(traces: Sequence[Trace], n: int, seed: int = 42) -> list[Trace
 
 
 def ablation_trace_table(traces: Sequence[Trace], params: Params, encoder: Encoder) -> pd.DataFrame:
-    """One row per stage and analysed trace: ids, the number of TUs and the 19 metrics (:data:`TRACE_COLUMNS`)."""
+    """One row per layer setting and analysed trace: ids, the number of TUs and the 19 metrics
+    (:data:`TRACE_COLUMNS`)."""
     rows = []
-    for stage in STAGES:
-        for r in analyze(list(traces), params, encoder, stage=stage):
+    for layers in LAYER_SETTINGS:
+        for r in analyze(list(traces), params, encoder, layers=layers):
             if r.metrics:
                 t = r.trace
-                rows.append({"stage": stage, "trace_id": t.trace_id, "model": t.model, "question_id": t.question_id,
+                rows.append({"layers": layers, "trace_id": t.trace_id, "model": t.model, "question_id": t.question_id,
                              "run": t.run, "domain": t.domain, "tus": r.graph.n, **r.metrics})
     return pd.DataFrame(rows, columns=TRACE_COLUMNS)
 
 
 def ablation_means(per_trace: pd.DataFrame) -> pd.DataFrame:
-    """One row per stage (in pipeline order): ``stage, n_traces`` and the mean of each of the 19 metrics."""
+    """One row per layer setting (in pipeline order): ``layers, n_traces`` and the mean of each of the 19 metrics."""
     rows = []
-    for stage in STAGES:
-        part = per_trace[per_trace["stage"] == stage]
-        rows.append({"stage": stage, "n_traces": len(part),
+    for layers in LAYER_SETTINGS:
+        part = per_trace[per_trace["layers"] == layers]
+        rows.append({"layers": layers, "n_traces": len(part),
                      **{m: float(part[m].astype(float).mean()) if len(part) else float("nan") for m in METRIC_NAMES}})
-    return pd.DataFrame(rows, columns=["stage", "n_traces", *METRIC_NAMES])
+    return pd.DataFrame(rows, columns=["layers", "n_traces", *METRIC_NAMES])
 
 
 def ablation_table(traces: Sequence[Trace], params: Params, encoder: Encoder) -> pd.DataFrame:
-    """One row per stage: ``stage, n_traces`` and the mean of each of the 19 metrics."""
+    """One row per layer setting: ``layers, n_traces`` and the mean of each of the 19 metrics."""
     return ablation_means(ablation_trace_table(traces, params, encoder))

@@ -343,9 +343,9 @@ def _cycle_arrays(cycles: pd.DataFrame) -> tuple[pd.DataFrame, np.ndarray]:
 
 
 def _ablation_wide(ablation_traces: pd.DataFrame, metrics: pd.DataFrame | None) -> pd.DataFrame:
-    """One row per trace analysed at every stage: ``CBC_l3 ... GD_full`` and its prompt key."""
+    """One row per trace analysed under every layer setting: ``CBC_l3 ... GD_full`` and its prompt key."""
     a = ablation_traces
-    wide = a.pivot_table(index="trace_id", columns="stage", values=["CBC", "GD"], aggfunc="first")
+    wide = a.pivot_table(index="trace_id", columns="layers", values=["CBC", "GD"], aggfunc="first")
     wide.columns = [f"{m}_{s}" for m, s in wide.columns]
     wide = wide.dropna().reset_index()
     if metrics is not None and {"trace_id", "question_id"} <= set(metrics.columns):
@@ -516,7 +516,7 @@ def identity_rows(t: dict[str, pd.DataFrame], ablation_traces: pd.DataFrame | No
             add("elab_back_acyclic", p == 0, f"{100 * p:.1f}% of {int(allc.loc['elab+back', 'n_traces'])} traces")
     if ablation_traces is not None and len(ablation_traces):
         a = ablation_traces
-        l1, l3 = a[a.stage == "l1"], a[a.stage == "l3"]
+        l1, l3 = a[a.layers == "l1"], a[a.layers == "l3"]
         typed = ["BF", "BR", "CBC", "RvD"]
         if len(l1):
             nz = int((l1[typed].abs().to_numpy() > 0).any(axis=1).sum())

@@ -113,8 +113,8 @@ SET_ROWS = ("typed", "eer_chr", "bf", "mec", "gd", "rvd", "br", "cbc", "tus", "b
 
 
 def ablation_sets(folder: Path) -> dict[str, pd.DataFrame]:
-    """The ``ablate-<set>.parquet`` tables of a snapshot, by set name, indexed by stage."""
-    return {p.stem.removeprefix("ablate-"): pd.read_parquet(p).set_index("stage")
+    """The ``ablate-<set>.parquet`` tables of a snapshot, by set name, indexed by layer setting."""
+    return {p.stem.removeprefix("ablate-"): pd.read_parquet(p).set_index("layers")
             for p in sorted(folder.glob("ablate-*.parquet"))}
 
 
@@ -126,9 +126,9 @@ def ablation_sets_block(folder: Path, shown: str) -> str:
     names = list(sets)
     what = {name: desc for name, desc, _, _ in ABLATION_SETS}
 
-    def v(s: str, stage: str, col: str) -> float:
+    def v(s: str, layers: str, col: str) -> float:
         t = sets[s]
-        return float(t.loc[stage, col]) if stage in t.index and col in t.columns else float("nan")
+        return float(t.loc[layers, col]) if layers in t.index and col in t.columns else float("nan")
 
     def cells(fn: Callable[[str], str]) -> list[str]:
         return [fn(s) for s in names]
@@ -161,7 +161,7 @@ def ablation_sets_block(folder: Path, shown: str) -> str:
     n = {s: int(sets[s]["n_traces"].max()) for s in names}
     lines = [f"Sets (`thinkprobe ablate`, tables `{shown}/ablate-<set>.parquet`): "
              + "; ".join(f"{s}: {n[s]} {what.get(s, '')}" for s in names) + ".", ""]
-    lines += ["| metric (stage) | paper (Table 6, N = " + str(paper.ABLATION_N) + ") | "
+    lines += ["| metric (layers) | paper (Table 6, N = " + str(paper.ABLATION_N) + ") | "
               + " | ".join(f"ours {s}" for s in names) + " |", "|---|---|" + "---|" * len(names)]
     lines += [f"| {label} | {pap} | " + " | ".join(c) + " |" for label, pap, c in rows]
     # what the table shows, in numbers; explanations are hypotheses (no table here tests them)
@@ -238,7 +238,7 @@ def reading_block(folder: Path, shown: str) -> str:
     if "cycles_summary" in tables and "ablation" in tables:
         cs = tables["cycles_summary"]
         allc = cs[cs.model == "(all)"].set_index("subgraph")
-        ab = tables["ablation"].set_index("stage")
+        ab = tables["ablation"].set_index("layers")
         if "full" in allc.index and "full" in ab.index:
             out.append(f"Fewer traces have a cycle than in the paper ({_pct(allc.loc['full', 'prevalence'], 1)} against "
                        f"{_pct(paper.CYCLE_PREVALENCE['full'], 1)}). Hypothesis: these graphs are smaller (ATU in full "

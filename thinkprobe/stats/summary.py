@@ -203,7 +203,7 @@ def _rank_rows(t: dict[str, pd.DataFrame]) -> list[Row]:
 def _ablation_rows(t: dict[str, pd.DataFrame]) -> list[Row]:
     if "ablation" not in t:
         return []
-    a = t["ablation"].set_index("stage")
+    a = t["ablation"].set_index("layers")
     stages = [s for s in ("l1", "l3", "l4", "full") if s in a.index]
     n = int(a.n_traces.max()) if len(a) else 0
     cells = [f"{m} " + " / ".join(_f(a.loc[s, m], 2) for s in stages) for m in ("BF", "MEC", "GD", "RvD", "CBC", "ATU")

@@ -2,7 +2,7 @@
 
 The schema checks each value on its own; these checks need what the inputs and the collection plan hold:
 
-* every ``units.models`` entry is a model of the inputs or a collected model (a typo would otherwise add a
+* every ``grid.models`` entry is a model of the inputs or a collected model (a typo would otherwise add a
   model whose every unit is ``missing``, silently, whenever collection supplies the rest of the grid);
 * every ``trajectories.models`` x ``trajectories.question_sets`` pair is collected by ``collection.jobs``
   (its realized traces come from the collection rules; otherwise Snakemake stops later with a raw
@@ -22,12 +22,12 @@ from ..traces import safe_id
 
 
 def unknown_grid_models(configured: Iterable[str], found_models: Iterable[str], collected: Iterable[str]) -> str | None:
-    """The error for ``units.models`` entries that name no model of the inputs or the collection, or None."""
+    """The error for ``grid.models`` entries that name no model of the inputs or the collection, or None."""
     have = {safe_id(str(m)) for m in found_models} | {safe_id(str(m)) for m in collected}
     unknown = [str(m) for m in configured if safe_id(str(m)) not in have]
     if not unknown:
         return None
-    return (f"units.models: {unknown} name no model of the inputs ({sorted(set(map(str, found_models))) or 'none'}) "
+    return (f"grid.models: {unknown} name no model of the inputs ({sorted(set(map(str, found_models))) or 'none'}) "
             f"and no collected model (collection.jobs: {sorted(set(map(str, collected))) or 'none'})")
 
 

@@ -3,7 +3,7 @@ and what each generation job will ask SLURM for (:mod:`thinkprobe.generate.jobre
 
 Per job, per model x question set, per rule and in total: units, jobs, SLURM jobs, GPUs per job, generated
 tokens expected, the wall time each job asks for, job hours and GPU hours. The jobs are those the workflow plans
-(:class:`~thinkprobe.generate.plan.CollectionPlan`, :class:`~thinkprobe.trajectories.batches.TrajectoryPlan`),
+(:class:`~thinkprobe.generate.collection_jobs.CollectionJobs`, :class:`~thinkprobe.trajectories.batches.TrajectoryJobs`),
 so the planner and Snakemake cannot disagree on what a job is, and the workflow takes each generation job's
 resources from this same estimate.
 
@@ -47,7 +47,7 @@ from typing import Any, Mapping
 
 from ..units import UnitKey
 from ..generate import jobres
-from ..generate.plan import CollectionPlan, gpus, model_settings, plan_collection
+from ..generate.collection_jobs import CollectionJobs, gpus, model_settings, list_collection_jobs
 
 BUILTIN_PARAMS_B = {"smollm2": 0.135}  # SmolLM2-135M-Instruct
 COLUMNS = ("rule", "units", "jobs", "slurm_jobs", "gpus_per_job", "tokens", "runtime_min", "over_cap", "job_hours",
@@ -257,7 +257,7 @@ def throughput(config: Mapping[str, Any], model: Mapping[str, Any], params_b: fl
     return float(table[cls]), f"{gpu_type}/{cls}"
 
 
-def observed_lengths(base: Path, collect: CollectionPlan) -> tuple[dict[tuple[str, str], list[int]],
+def observed_lengths(base: Path, collect: CollectionJobs) -> tuple[dict[tuple[str, str], list[int]],
                                                                   dict[UnitKey, tuple[int, int | None]]]:
     """What collection already produced: completion tokens per model x question set, and each collected unit's
     reasoning tokens K with its answer tokens (completion less K; None when the manifest lacks the completion),
@@ -340,7 +340,7 @@ def continuation_tokens(k: int, *, n: int, stride: int, limit: int, cap: int | N
     return float(n * total)
 
 
-def plan_study(config: Mapping[str, Any], base: str | Path = ".", collect: CollectionPlan | None = None,
+def plan_study(config: Mapping[str, Any], base: str | Path = ".", collect: CollectionJobs | None = None,
                trajectories=None) -> StudyPlan:
     """The plan of a validated config (defaults filled); the collection manifests under ``base/results`` give the
     lengths already observed.
@@ -360,7 +360,7 @@ def plan_study(config: Mapping[str, Any], base: str | Path = ".", collect: Colle
     overhead = float(config["planning"]["job_overhead_s"])
     res = config["resources"]
     cache = res["model_cache"] or None
-    collect = collect if collect is not None else plan_collection(config, base)
+    collect = collect if collect is not None else list_collection_jobs(config, base)
     study = StudyPlan(max_runtime=int(res["max_runtime"]))
     models_cfg = config.get("models") or {}
 
@@ -416,9 +416,9 @@ def plan_study(config: Mapping[str, Any], base: str | Path = ".", collect: Colle
     traj = config.get("trajectories") or {}
     if traj.get("models") and traj.get("question_sets"):
         from ..trajectories.sampling import decoded_sampling
-        from ..trajectories.batches import TrajectoryPlan, decoding_of
+        from ..trajectories.batches import TrajectoryJobs, decoding_of
 
-        tplan = trajectories if trajectories is not None else TrajectoryPlan(config, base)
+        tplan = trajectories if trajectories is not None else TrajectoryJobs(config, base)
         forced = int(traj["forced"]["max_tokens"]) if traj["estimator"] == "forced" else None
         n, stride, limit = int(traj["n"]), int(traj["stride"]), int(traj["max_reasoning_tokens"])
         prompts = {qset: round(sum(len(q.text) for q in qs) / len(qs) / CHARS_PER_TOKEN) + PROMPT_TEMPLATE_TOKENS
@@ -486,12 +486,12 @@ def _row(rule: str, model: str, qset: str, jobs: list[Job], mi: Mapping[str, Any
                detail=f"{model} x {qset} ({mi['class']}, {mi['rate']:,.0f} tok/s)")
 
 
-def generation_models(config: Mapping[str, Any], collect: CollectionPlan) -> set[str]:
+def generation_models(config: Mapping[str, Any], collect: CollectionJobs) -> set[str]:
     traj = config.get("trajectories") or {}
     return set(collect.models) | (set(traj.get("models") or []) if traj.get("question_sets") else set())
 
 
-def hub_models(config: Mapping[str, Any], collect: CollectionPlan) -> list[str]:
+def hub_models(config: Mapping[str, Any], collect: CollectionJobs) -> list[str]:
     """The models a study generates with that are named by hub id (each gets a ``fetch_model`` job)."""
     models_cfg = config.get("models") or {}
     return sorted(m for m in generation_models(config, collect) if (models_cfg.get(m) or {}).get("hub_id"))
@@ -510,7 +510,7 @@ def _accumulate(into: Row, row: Row) -> None:
     into.gpu_hours += row.gpu_hours
 
 
-def _analysis_rows(study: StudyPlan, config: Mapping[str, Any], collect: CollectionPlan) -> None:
+def _analysis_rows(study: StudyPlan, config: Mapping[str, Any], collect: CollectionJobs) -> None:
     """The Thought Graph analysis of the collected units: per question shard 3 jobs (segment, graph, metrics),
     grouped into one SLURM job per ``resources.batch_questions`` questions (group ``analysis``) with their
     batch manifest. Collected trace files are written by the collection jobs (no job per unit). Imported

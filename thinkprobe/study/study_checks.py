@@ -16,10 +16,10 @@ from typing import Any, Mapping
 from .planner import generation_models, local_folder
 from ..generate.defaults import VLLM_ENGINE_DEFAULTS
 from ..generate.jobres import weights_gb
-from ..generate.plan import CollectionPlan, gpus, model_settings, plan_collection
+from ..generate.collection_jobs import CollectionJobs, gpus, model_settings, list_collection_jobs
 
 
-def check_study(config: Mapping[str, Any], base: str | Path = ".", collect: CollectionPlan | None = None) -> list[str]:
+def check_study(config: Mapping[str, Any], base: str | Path = ".", collect: CollectionJobs | None = None) -> list[str]:
     """Problems that would stop a GPU job, found before any starts; each names its config key.
 
     A model with both ``path`` and ``hub_id``; ``hub_id`` on an ``openai`` backend; ``tensor_parallel_size``
@@ -50,7 +50,7 @@ def check_study(config: Mapping[str, Any], base: str | Path = ".", collect: Coll
                             f"{per_node} GPUs of a node (resources.gpus_per_node)")
     if collect is None:
         try:
-            collect = plan_collection(config, base)
+            collect = list_collection_jobs(config, base)
         except ValueError as exc:
             return problems + [str(exc)]
     traj = config["trajectories"]
@@ -105,7 +105,7 @@ def _memory_problems(name: str, m: Mapping[str, Any], folder, per_node: int, gpu
     return []
 
 
-def _continuation_problems(name: str, config: Mapping[str, Any], collect: CollectionPlan, window: int,
+def _continuation_problems(name: str, config: Mapping[str, Any], collect: CollectionJobs, window: int,
                            key: str) -> list[str]:
     """A realized trace plus a continuation that does not fit the context, for every decoding sampled."""
     from ..trajectories.sampling import decoded_sampling, decoding_applies

@@ -1,7 +1,7 @@
 """The trajectory batches of a config (rules/trajectories.smk): which model x question set x batch of
 questions each ``traj_sample`` job samples, under which decoding, and what decides its continuations.
 
-:class:`TrajectoryPlan` lists the batches and their files at planning time; :func:`batch_identity` is what
+:class:`TrajectoryJobs` lists the batches and their files at planning time; :func:`batch_identity` is what
 a continuation batch is keyed and protected by; :func:`batch_id` / :data:`BATCH_PATTERN` name a batch. The
 rule bodies that sample, label and tabulate them are in :mod:`thinkprobe.stages.trajectories`.
 """
@@ -35,7 +35,7 @@ def _named(config: Mapping[str, Any], section: str, name: str, what: str) -> dic
     raise PlanError(f"trajectories.{what}: {name!r} is not defined in the config's {section}: section")
 
 
-class TrajectoryPlan:
+class TrajectoryJobs:
     """The trajectory jobs of a config: models x question sets x batches of questions, and their files.
 
     Question sets are loaded once (for their ids, tasks and gold answers); sampling jobs are cut into
@@ -131,7 +131,7 @@ BATCH_PATTERN = r"b[0-9]+(-[A-Za-z0-9_]+)?"
 
 
 def batch_identity(traj: Mapping[str, Any], model_cfg: Mapping[str, Any]) -> dict[str, Any]:
-    """What decides a continuation batch: its sampling settings (``traj``: :meth:`TrajectoryPlan.sampling`),
+    """What decides a continuation batch: its sampling settings (``traj``: :meth:`TrajectoryJobs.sampling`),
     its model, the model's engine settings that change what is sampled and the sampling code's hash
     (:func:`thinkprobe.protect.identity`). The sampling job records it beside the batch and keys the store
     and the finished documents with it; planning compares it before a rerun."""

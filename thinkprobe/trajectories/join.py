@@ -136,7 +136,7 @@ def graphs_for(docs: Sequence[Mapping[str, Any]], analysis: Mapping[str, Any], m
                                   d["reasoning"]["text"], u["model"], u["question_id"], str(u["run"]))))
     if todo:
         encoder = load_encoder(params.encoder)
-        for (i, _), res in zip(todo, analyze([t for _, t in todo], params, encoder, stage="full")):
+        for (i, _), res in zip(todo, analyze([t for _, t in todo], params, encoder, layers="full")):
             out[i] = res.exclusion.reason if res.exclusion else res.graph.to_node_link()
     return out
 

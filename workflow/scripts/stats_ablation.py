@@ -1,4 +1,4 @@
-"""Rule stats_ablation: mean metrics of a fixed sample of traces under the four cumulative pipeline stages."""
+"""Rule stats_ablation: mean metrics of a fixed sample of traces under the four cumulative layer settings (column layers)."""
 
 from thinkprobe.stages.joblog import job_log
 
@@ -8,4 +8,4 @@ with job_log(snakemake.log[0]) as log:
 
     table = ablation_stage(trace_files(snakemake.input), snakemake.params.analysis, snakemake.params.n,
                            snakemake.params.seed, snakemake.output.table, snakemake.output.traces)
-    print(f"stats_ablation: {table[['stage', 'n_traces']].to_dict('records')}", file=log)
+    print(f"stats_ablation: {table[['layers', 'n_traces']].to_dict('records')}", file=log)

@@ -1,4 +1,6 @@
-"""Planning trace collection at parse time: which units each collection job generates, with which seeds.
+"""The collection jobs of a config, derived at parse time: which units each collection job generates, with
+which seeds (:class:`CollectionJobs`, from :func:`list_collection_jobs`; called the collection plan before
+issue 27, whose glossary keeps *plan* for what a study will cost).
 
 The config names models (``models:``), question sets (``question_sets:``) and what to collect
 (``collection.jobs``: model x question set, ``runs`` each). A collection job is one model x question set x
@@ -24,7 +26,7 @@ from typing import Any, Mapping
 from ..tracefiles import COLLECT, TRACES, trace_file
 from ..traces import safe_id
 from ..units import Discovery, UnitKey
-from .defaults import MODEL_DEFAULTS  # re-exported: plan.MODEL_DEFAULTS (one home: generate.defaults)
+from .defaults import MODEL_DEFAULTS  # re-exported: collection_jobs.MODEL_DEFAULTS (one home: generate.defaults)
 from .defaults import COLLECTION_SAMPLING_DEFAULTS, VLLM_ENGINE_DEFAULTS
 from .questions import PROMPT_VARIANTS, Question, QuestionSetError, Skipped, read_question_set
 
@@ -66,7 +68,7 @@ def question_dict(q: Question) -> dict[str, Any]:
 
 
 @dataclass
-class CollectionPlan:
+class CollectionJobs:
     """Every collection job and unit of the config."""
 
     models: dict[str, dict[str, Any]] = field(default_factory=dict)  # name -> model config (with its name)
@@ -130,7 +132,7 @@ class CollectedTraces:
     units it already wrote.
     """
 
-    def __init__(self, plan: CollectionPlan, root: str | Path = "."):
+    def __init__(self, plan: CollectionJobs, root: str | Path = "."):
         self.plan = plan
         self.root = Path(root)
         self._written: set[UnitKey] | None = None
@@ -178,10 +180,10 @@ class CollectedTraces:
         return out
 
 
-def plan_collection(config: Mapping[str, Any], base: str | Path = ".") -> CollectionPlan:
+def list_collection_jobs(config: Mapping[str, Any], base: str | Path = ".") -> CollectionJobs:
     """The collection jobs and units a validated config asks for (its defaults filled in: runs, seed,
     batch_questions, sampling); raises :class:`CollectionConfigError`."""
-    plan = CollectionPlan()
+    plan = CollectionJobs()
     collection = config.get("collection") or {}
     entries = collection.get("jobs") or []
     if not entries:
@@ -240,7 +242,7 @@ def plan_collection(config: Mapping[str, Any], base: str | Path = ".") -> Collec
     return plan
 
 
-def join_grid(found: Discovery, plan: CollectionPlan) -> Discovery:
+def join_grid(found: Discovery, plan: CollectionJobs) -> Discovery:
     """Add the collected units' models, runs and questions to the analysis grid (in place; returned).
 
     A question set is either imported or collected, never both: its shard files are written by one rule.
@@ -261,8 +263,8 @@ def join_grid(found: Discovery, plan: CollectionPlan) -> Discovery:
     return found
 
 
-def join_collection(found: Discovery, config: Mapping[str, Any], base: str | Path = ".") -> CollectionPlan:
+def join_collection(found: Discovery, config: Mapping[str, Any], base: str | Path = ".") -> CollectionJobs:
     """Plan the config's collection and add its units to the analysis grid ``found``; the plan is returned."""
-    plan = plan_collection(config, base)
+    plan = list_collection_jobs(config, base)
     join_grid(found, plan)
     return plan
