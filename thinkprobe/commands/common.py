@@ -18,8 +18,9 @@ class RenamedOption(argparse.Action):
         super().__init__(option_strings, dest, nargs="?", help=argparse.SUPPRESS, **kwargs)
 
     def __call__(self, parser, namespace, values, option_string=None):
-        parser.exit(2, f"{parser.prog}: error: {option_string} was renamed: use {self.new} "
-                       "(docs/changes.md, Renames (issue 27))\n")
+        from ..config import CHANGES
+
+        parser.exit(2, f"{parser.prog}: error: {option_string} was renamed: use {self.new} ({CHANGES})\n")
 
 
 def add_params_options(p: argparse.ArgumentParser) -> None:

@@ -3,7 +3,7 @@
 Modules: ``interface`` (the engine interface and its dataclasses, a leaf), ``engine`` (:func:`open_engine`,
 the factory), ``vllm_engine`` and ``http_engine`` (the two backends, imported only when opened), ``models``
 (local model folders; SmolLM2 built in), ``hub`` (the Hugging Face cache), ``reasoning`` (reasoning/answer
-split, looping detection), ``plan`` (the collection jobs, planned at parse time), ``unit_store`` (the
+split, looping detection), ``collection_jobs`` (the collection jobs, planned at parse time), ``unit_store`` (the
 collection job's store of finished units; the job itself is :mod:`thinkprobe.stages.collect`), ``records``
 (question records, reading question files), ``datasets`` (question sets by hub id), ``dataset_fetch`` (rule
 ``fetch_dataset``), ``questions`` (question sets, benchmark loaders), ``prompts`` (prompt variants and answer
