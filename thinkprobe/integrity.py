@@ -50,10 +50,6 @@ def seal(doc: Mapping[str, Any], key: Any) -> dict[str, Any]:
     return {**body, FIELD: {"content_sha256": _sha256(body), "key_sha256": _sha256(key)}}
 
 
-def is_sealed(doc: Any) -> bool:
-    return isinstance(doc, Mapping) and FIELD in doc
-
-
 def problem(doc: Any, key: Any, required: bool = True) -> str | None:
     """Why ``doc`` (as read back) cannot be reused under ``key``, or None when its digests match.
 

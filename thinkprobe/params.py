@@ -154,13 +154,7 @@ class Params:
     @classmethod
     def from_dict(cls, data: dict[str, Any] | None, where: str = "analysis") -> "Params":
         """Build from a nested mapping; missing keys keep their defaults, unknown keys are an error."""
-        data = data or {}
-        if not isinstance(data, dict):
-            raise ParamsError(f"{where}: expected a mapping of sections, got {type(data).__name__}")
-        sections = {f.name: f for f in fields(cls)}
-        unknown = sorted(set(data) - set(sections))
-        if unknown:
-            raise ParamsError(f"{where}: unknown section(s) {unknown}; allowed: {sorted(sections)}")
+        data, sections = _known_keys(data, cls, where, "section")
         built = {}
         for name, f in sections.items():
             built[name] = _section_from_dict(f.default_factory, data.get(name), f"{where}.{name}")
@@ -223,19 +217,27 @@ RENAMED_PARAMS: dict[tuple[str, str], str] = {
 """(section, old key) -> new key: an old key is an error naming the new one (docs/changes.md, Renames (issue 27))."""
 
 
-def _section_from_dict(section_cls, data: dict[str, Any] | None, where: str):
+def _known_keys(data: Any, cls, where: str, what: str) -> tuple[dict[str, Any], dict[str, Any]]:
+    """``data`` (None for empty) checked against the fields of the dataclass ``cls``: the mapping and the
+    fields by name. Not a mapping, a renamed key (named with its new name) or an unknown key is an error
+    naming ``where``; ``what`` says what the keys are (``section`` for the top level, ``key`` in a section)."""
     data = data or {}
     if not isinstance(data, dict):
-        raise ParamsError(f"{where}: expected a mapping, got {type(data).__name__}")
+        raise ParamsError(f"{where}: expected a mapping of {what}s, got {type(data).__name__}")
     section = where.rsplit(".", 1)[-1]
     renamed = [f"{where}.{old}: this key is now {where}.{new}; rename it (see docs/changes.md, Renames (issue 27))"
                for (sec, old), new in RENAMED_PARAMS.items() if sec == section and old in data]
     if renamed:
         raise ParamsError("; ".join(renamed))
-    allowed = {f.name: f for f in fields(section_cls)}
+    allowed = {f.name: f for f in fields(cls)}
     unknown = sorted(set(data) - set(allowed))
     if unknown:
-        raise ParamsError(f"{where}: unknown key(s) {unknown}; allowed: {sorted(allowed)}")
+        raise ParamsError(f"{where}: unknown {what}(s) {unknown}; allowed: {sorted(allowed)}")
+    return data, allowed
+
+
+def _section_from_dict(section_cls, data: dict[str, Any] | None, where: str):
+    data, allowed = _known_keys(data, section_cls, where, "key")
     values = {}
     for name, value in data.items():
         if section_cls is ProfileParams and name == "dimensions":

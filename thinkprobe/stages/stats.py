@@ -118,18 +118,11 @@ def stability_stage(metrics_path: str, profiles_path: str, out_cv: str, out_cosi
 
 def cycles_stage(graph_paths: Sequence[str], cap: int, out_cycles: str, out_summary: str) -> pd.DataFrame:
     """``cycles.parquet`` (per trace and subgraph) and ``cycles_summary.parquet`` (per model and subgraph)."""
-    from .unitfiles import read_unit
     from ..stats.cycles import CYCLE_COLUMNS, cycle_summary, graph_cycle_rows
 
     rows = []
-    for path in graph_paths:
-        doc = read_unit(path)
-        if doc.get("status") != "ok" or not doc.get("graph"):
-            continue
-        unit = doc["unit"]
-        ids = {**unit, **(doc.get("ids") or {}),  # ids as the input states them, as in the metrics table
-               "trace_id": unit_path(unit)}
-        rows.extend(graph_cycle_rows(doc["graph"], ids, cap))
+    for _, doc, ids in _analysed_units(graph_paths, "graph"):
+        rows.extend(graph_cycle_rows(doc["graph"], {**ids, "trace_id": unit_path(doc["unit"])}, cap))
     table = pd.DataFrame(rows, columns=CYCLE_COLUMNS)
     prov = _prov(cycles_stage, {"cycle_cap": cap}, graph_paths)
     write_table(out_cycles, table, prov)
@@ -153,19 +146,25 @@ def confound_stage(metrics_path: str, out_confound: str, out_excluded: str, grou
     return rho
 
 
+def _analysed_units(paths: Sequence[str], part: str):
+    """``(path, document, ids)`` of every unit file whose status is ``ok`` and which holds ``part`` (``trace``,
+    ``graph``); ``ids`` are the unit's ids updated with the ids as the input states them, as in the metrics
+    table. Units excluded upstream are skipped: their reason is in the per-unit tables already."""
+    from .unitfiles import read_unit
+
+    for path in paths:
+        doc = read_unit(path)
+        if doc.get("status") == "ok" and doc.get(part):
+            yield path, doc, {**doc["unit"], **(doc.get("ids") or {})}
+
+
 def read_traces(trace_paths: Sequence[str]):
     """The analysed units' traces (status ``ok``) as :class:`~thinkprobe.traces.Trace`, id = unit path."""
-    from .unitfiles import read_unit
     from ..traces import Trace
 
     out = []
-    for path in trace_paths:
-        doc = read_unit(path)
-        if doc.get("status") != "ok" or not doc.get("trace"):
-            continue
-        unit = doc["unit"]
-        ids = {**unit, **(doc.get("ids") or {})}
-        out.append(Trace(unit_path(unit),
+    for path, doc, ids in _analysed_units(trace_paths, "trace"):
+        out.append(Trace(unit_path(doc["unit"]),
                          doc["trace"]["text"], model=str(ids["model"]), question_id=str(ids["question_id"]),
                          run=str(ids["run"]), domain=str(ids.get("domain", "")), source=str(ids.get("source", path))))
     return out

@@ -57,8 +57,3 @@ def ablation_means(per_trace: pd.DataFrame) -> pd.DataFrame:
         rows.append({"layers": layers, "n_traces": len(part),
                      **{m: float(part[m].astype(float).mean()) if len(part) else float("nan") for m in METRIC_NAMES}})
     return pd.DataFrame(rows, columns=["layers", "n_traces", *METRIC_NAMES])
-
-
-def ablation_table(traces: Sequence[Trace], params: Params, encoder: Encoder) -> pd.DataFrame:
-    """One row per layer setting: ``layers, n_traces`` and the mean of each of the 19 metrics."""
-    return ablation_means(ablation_trace_table(traces, params, encoder))

@@ -10,7 +10,7 @@ tables and writes files; an empty table gives a figure that says so, never a mis
 
 from __future__ import annotations
 
-from typing import Sequence
+from typing import Any, Callable, Sequence
 
 import numpy as np
 import pandas as pd
@@ -355,6 +355,26 @@ def cycle_distributions(cycles: pd.DataFrame, summary: pd.DataFrame, outputs: Se
     _save(fig, outputs, provenance)
 
 
+def _annotated_heatmap(fig, ax, mat: pd.DataFrame, shade: np.ndarray, style: dict[str, Any], fmt: str,
+                       fontsize: int, text_colour: Callable[[float], str], rotation: int, label: str,
+                       title: str) -> None:
+    """A matrix drawn as colours (``shade``, with ``style`` for ``imshow``) with each finite value of ``mat``
+    written in its cell (``fmt``, in ``text_colour(value)``), its columns and rows labelled, a colour bar and a
+    title: the body the coefficient-of-variation and cosine heatmaps share."""
+    im = ax.imshow(shade, **style)
+    for i in range(mat.shape[0]):
+        for j in range(mat.shape[1]):
+            v = mat.iat[i, j]
+            if np.isfinite(v):
+                ax.text(j, i, fmt.format(v), ha="center", va="center", fontsize=fontsize, color=text_colour(v))
+    ax.set_xticks(range(mat.shape[1]))
+    ax.set_xticklabels(list(mat.columns), rotation=rotation, ha="right")
+    ax.set_yticks(range(len(mat)))
+    ax.set_yticklabels(list(mat.index))
+    fig.colorbar(im, ax=ax, label=label)
+    ax.set_title(title)
+
+
 def cv_heatmap(cv: pd.DataFrame, outputs: Sequence[str], provenance: str = "") -> None:
     """Models x metrics: mean run-to-run coefficient of variation (log(1 + CV) colour scale)."""
     plt = _plt()
@@ -363,20 +383,12 @@ def cv_heatmap(cv: pd.DataFrame, outputs: Sequence[str], provenance: str = "") -
                       "no model answered a question in two or more runs: no run-to-run CV", provenance)
     mat = cv.pivot_table(index="model", columns="metric", values="cv").reindex(
         columns=[m for m in METRIC_NAMES if m in set(cv["metric"])])
+    shade = np.log1p(mat.to_numpy(dtype=float))
+    mean_shade = np.nanmean(shade)
     fig, ax = plt.subplots(figsize=(10, 1.3 + 0.4 * len(mat)))
-    im = ax.imshow(np.log1p(mat.to_numpy(dtype=float)), cmap="cividis", aspect="auto")
-    for i in range(mat.shape[0]):
-        for j in range(mat.shape[1]):
-            v = mat.iat[i, j]
-            if np.isfinite(v):
-                ax.text(j, i, f"{v:.2f}", ha="center", va="center", fontsize=6,
-                        color="black" if np.log1p(v) > np.nanmean(np.log1p(mat.to_numpy(dtype=float))) else "white")
-    ax.set_xticks(range(mat.shape[1]))
-    ax.set_xticklabels(list(mat.columns), rotation=60, ha="right")
-    ax.set_yticks(range(len(mat)))
-    ax.set_yticklabels(list(mat.index))
-    fig.colorbar(im, ax=ax, label="log(1 + CV)")
-    ax.set_title("Mean run-to-run coefficient of variation per model and metric")
+    _annotated_heatmap(fig, ax, mat, shade, dict(cmap="cividis", aspect="auto"), "{:.2f}", 6,
+                       lambda v: "black" if np.log1p(v) > mean_shade else "white", 60,
+                       "log(1 + CV)", "Mean run-to-run coefficient of variation per model and metric")
     _save(fig, outputs, provenance)
 
 
@@ -387,17 +399,9 @@ def cosine_heatmap(cosine: pd.DataFrame, outputs: Sequence[str], provenance: str
         return _empty(outputs, "Cosine similarity of model profiles", "no models", provenance)
     mat = cosine.pivot(index="model_a", columns="model_b", values="cosine")
     fig, ax = plt.subplots(figsize=(1.8 + 0.7 * len(mat), 1.2 + 0.6 * len(mat)))
-    im = ax.imshow(mat.to_numpy(dtype=float), cmap="RdBu_r", vmin=-1, vmax=1)
-    for i in range(len(mat)):
-        for j in range(len(mat)):
-            v = mat.iat[i, j]
-            ax.text(j, i, f"{v:+.2f}", ha="center", va="center", fontsize=7, color="white" if abs(v) > 0.6 else "black")
-    ax.set_xticks(range(len(mat)))
-    ax.set_xticklabels(list(mat.columns), rotation=45, ha="right")
-    ax.set_yticks(range(len(mat)))
-    ax.set_yticklabels(list(mat.index))
-    fig.colorbar(im, ax=ax, label="cosine")
-    ax.set_title("Cosine similarity between model mean 5D-CP vectors")
+    _annotated_heatmap(fig, ax, mat, mat.to_numpy(dtype=float), dict(cmap="RdBu_r", vmin=-1, vmax=1), "{:+.2f}", 7,
+                       lambda v: "white" if abs(v) > 0.6 else "black", 45,
+                       "cosine", "Cosine similarity between model mean 5D-CP vectors")
     _save(fig, outputs, provenance)
 
 
