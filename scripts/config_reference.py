@@ -1,7 +1,13 @@
 """The configuration reference of the documentation (docs/configuration.md), generated, so it cannot drift.
 
-    python scripts/config_reference.py             # the reference as Markdown (what `mkdocs build` puts in the page)
+    python scripts/config_reference.py --write     # rewrite docs/configuration.md below its marker line
+    python scripts/config_reference.py --check     # exit 1 (naming --write) when docs/configuration.md is stale
+    python scripts/config_reference.py             # the generated reference as Markdown, on stdout
     python scripts/config_reference.py --derive    # JSON: the config keys each rule's params take, the rule graph
+
+docs/configuration.md is committed as generated text: the hand-written introduction above the line
+:data:`MARKER`, the output of :func:`markdown` below it. ``tests/test_docs.py`` generates it and fails, naming
+the ``--write`` command, when the committed file differs (a key added to the schema, a rule that now takes one).
 
 Every key, its type, bounds, default and description come from ``config/schema.yaml`` as
 ``thinkprobe.config.load_schema`` fills it (the ``analysis`` block from ``thinkprobe/params.py``, the model
@@ -594,10 +600,46 @@ def markdown(derivation: dict[str, Any] | None = None) -> str:
     return "\n".join(lines) + "\n"
 
 
+PAGE = REPO / "docs" / "configuration.md"
+MARKER = "<!-- Generated below this line by `python scripts/config_reference.py --write`; do not edit below it. -->"
+WRITE_COMMAND = ".venv/bin/python scripts/config_reference.py --write"
+
+
+def page_text(generated: str, page: Path = PAGE) -> str:
+    """The page: its introduction as committed (everything above :data:`MARKER`), the marker, ``generated``."""
+    text = page.read_text(encoding="utf-8")
+    if MARKER not in text:
+        raise SystemExit(f"{page}: no line {MARKER!r}; put it where the generated reference begins")
+    return text.split(MARKER, 1)[0] + MARKER + "\n\n" + generated
+
+
+def stale(page: Path = PAGE, derivation: dict[str, Any] | None = None) -> str | None:
+    """Why the committed page is not what :func:`markdown` generates now (its first differing line), or None."""
+    want = page_text(markdown(derivation), page)
+    have = page.read_text(encoding="utf-8")
+    shown = page.relative_to(REPO) if page.is_relative_to(REPO) else page
+    if want == have:
+        return None
+    for number, (a, b) in enumerate(zip(have.splitlines() + [""] * 9999, want.splitlines()), 1):
+        if a != b:
+            return (f"{shown} is stale (line {number}: committed {a[:120]!r}, generated {b[:120]!r}); "
+                    f"regenerate it with `{WRITE_COMMAND}` and commit it")
+    return f"{shown} is stale (it has lines past the generated end); run `{WRITE_COMMAND}`"
+
+
 if __name__ == "__main__":
     if sys.argv[1:] == ["--derive"]:
         result = derive()
         sys.stdout.flush()
         print(json.dumps(result))
-    else:
+    elif sys.argv[1:] == ["--write"]:
+        PAGE.write_text(page_text(markdown()), encoding="utf-8")
+    elif sys.argv[1:] == ["--check"]:
+        why = stale()
+        if why:
+            print(why, file=sys.stderr)
+            sys.exit(1)
+    elif not sys.argv[1:]:
         print(markdown())
+    else:
+        sys.exit(f"usage: {sys.argv[0]} [--write | --check | --derive]")

@@ -23,7 +23,8 @@ only where its shape says it is code, so prose is never taken for one:
   used as an attribute somewhere in the package, the rule scripts or the scripts, be defined at the top of a
   test or benchmark module (``require()``), or be a builtin or one of Snakemake's functions (``protected()``).
 - **a rule**: a span right after the word *rule*/*rules* (and the spans listed after it, ``rules `a`, `b`
-  and `c```), and a target of ``snakemake <target>``; globs (``stats_*``) must match a rule.
+  and `c```), a lower-case name right before *rule(s)*/*job(s)* or *(a local job)*, and a target of
+  ``snakemake <target>``; globs (``stats_*``) must match a rule.
 - **a command line**: ``thinkprobe <subcommand> --option`` (in a span or a shell block) names a subcommand of
   :func:`thinkprobe.cli.build_parser` and options it takes; ``bench/x.py --option`` and
   ``scripts/x.py --option`` name options the script's source spells.
@@ -327,9 +328,13 @@ def read_page(path: Path) -> Iterator[tuple[int, str, str]]:
 _RULE_LIST = re.compile(r"\brules?\s+((?:`[^`]+`)(?:\s*(?:,|and|or|,\s*and|,\s*or)\s*`[^`]+`)*)")
 
 
+_RULE_AFTER = re.compile(r"`([a-z][a-z0-9_]*)`\s+(?:rules?|jobs?|\(a [\w\s-]*\bjob)\b")
+
+
 def _rule_lists(line: str) -> Iterator[str]:
     for m in _RULE_LIST.finditer(line):
         yield from re.findall(r"`([^`]+)`", m.group(1))
+    yield from _RULE_AFTER.findall(line)  # "`traj_sample` jobs", "`collect` (a local job)"
 
 
 # ------------------------------------------------------------------------------------------------- resolving
@@ -615,12 +620,13 @@ def _resolve(node: dict, schema: dict) -> dict:
 # ------------------------------------------------------------------------------------------------- checking
 
 
-_WRITTEN = re.compile(r"<!--\s*refs:\s*written\s+(.+?)\s*-->")
+_WRITTEN = re.compile(r"<!--\s*refs:\s*(?:written|removed)\s+(.+?)\s*-->")
 
 
 def check_page(path: Path, resolver: Resolver) -> list[Problem]:
     """The page's references that do not resolve. A path that a command writes, and that git does not ignore,
-    is named once in a comment on the page, ``<!-- refs: written config/config.lock.yaml -->``."""
+    is named once in a comment on the page, ``<!-- refs: written config/config.lock.yaml -->``; so is a name
+    that a page mentions as removed, on purpose (``<!-- refs: removed collected_trace -->``)."""
     rel = path.relative_to(resolver.code.repo).as_posix()
     written = {w for m in _WRITTEN.finditer(path.read_text(encoding="utf-8")) for w in m.group(1).split()}
     out = []

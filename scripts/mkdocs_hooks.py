@@ -1,25 +1,32 @@
-"""MkDocs hook: the configuration reference (docs/configuration.md) is generated while the site is built.
+"""MkDocs hooks: the pages that are generated while the site is built, so they cannot drift.
 
-The page's marker ``<!-- config-reference -->`` is replaced by ``scripts/config_reference.py``'s Markdown:
-every key of config/schema.yaml with its type, default and description, and the rules whose params take it
-(derived from the workflow), so the reference cannot drift from the schema or the rules.
+- ``docs/index.md``: its marker ``<!-- readme -->`` is replaced by ``README.md``, its links into ``docs/`` made
+  relative to that folder (``docs/workflow.md`` -> ``workflow.md``), so the home page is the README, never a
+  copy of it kept by hand. A README link outside ``docs/`` stays as written, and the strict build fails on it.
+- ``docs/configuration.md`` is generated text in the repository (``python scripts/config_reference.py --write``;
+  ``tests/test_docs.py`` fails naming that command when the file is stale): no hook.
 """
 
 from __future__ import annotations
 
-import sys
+import re
 from pathlib import Path
 
-MARKER = "<!-- config-reference -->"
-_SCRIPTS = Path(__file__).resolve().parent
+README_MARKER = "<!-- readme -->"
+_REPO = Path(__file__).resolve().parents[1]
+
+
+def readme_for_site(text: str) -> str:
+    """README.md as a page of docs/: ``](docs/x)`` links become ``](x)``.
+
+    >>> readme_for_site("[The workflow](docs/workflow.md), ![a](docs/img/p.png), [x](https://e.org/docs/y)")
+    '[The workflow](workflow.md), ![a](img/p.png), [x](https://e.org/docs/y)'
+    """
+    return re.sub(r"\]\(docs/", "](", text)
 
 
 def on_page_markdown(markdown, page, config, files):
-    if MARKER not in markdown:
-        return markdown
-    sys.path.insert(0, str(_SCRIPTS))
-    try:
-        import config_reference
-    finally:
-        sys.path.remove(str(_SCRIPTS))
-    return markdown.replace(MARKER, config_reference.markdown())
+    if README_MARKER in markdown:
+        readme = (_REPO / "README.md").read_text(encoding="utf-8")
+        return markdown.replace(README_MARKER, readme_for_site(readme))
+    return markdown

@@ -1,6 +1,7 @@
-"""The documentation (issue 27, item 1): a README of at most 250 lines whose links resolve, a site that builds
-in strict mode, and a configuration reference generated from config/schema.yaml that covers every key and
-names the rules each key reruns, derived from the workflow."""
+"""The documentation (issue 27, item 1; issue 34, item 5): a README of at most 250 lines whose links resolve, a
+site that builds in strict mode whose home page is the README, and a configuration reference generated from
+config/schema.yaml, committed as docs/configuration.md and checked against the generator, that covers every
+key and names the rules each key reruns, derived from the workflow."""
 
 from __future__ import annotations
 
@@ -59,6 +60,34 @@ def test_the_configuration_reference_covers_every_schema_key():
     window = keys["analysis.texttiling.window"]  # type, bounds, default and description reach the row
     assert (window.type, window.default) == ("integer (>= 1)", "3") and window.description
     assert "| `stats.cycle_cap` | integer (>= 1) | `10000` |" in page
+
+
+@pytest.mark.fast
+def test_the_committed_reference_has_a_row_for_every_schema_key_and_no_other():
+    """The cheap half of the staleness check (the whole page is compared below, with the workflow): a key
+    added to or removed from config/schema.yaml fails here, naming the command that regenerates the page."""
+    schema = _schema()
+    declared = _declared(schema, schema)
+    page = config_reference.PAGE.read_text(encoding="utf-8")
+    assert config_reference.MARKER in page
+    keys = page.split(config_reference.MARKER, 1)[1].split("\n## What a rerun reaches", 1)[0]
+    rows = set(re.findall(r"^\| `([^`]+)` \|", keys, re.M))
+    rows = {r.replace("\\|", "|") for r in rows}
+    assert rows == declared, (f"docs/configuration.md is stale: regenerate it with `{config_reference.WRITE_COMMAND}` "
+                              f"(missing: {sorted(declared - rows)}, no longer in the schema: {sorted(rows - declared)})")
+
+
+@pytest.mark.workflow
+def test_the_committed_configuration_reference_is_what_the_generator_writes(tmp_path):
+    assert config_reference.stale() is None, config_reference.stale()
+    # a stale page fails naming the command that regenerates it
+    page = tmp_path / "configuration.md"
+    text = config_reference.PAGE.read_text(encoding="utf-8")
+    page.write_text(text.replace("| `stats.cycle_cap` |", "| `stats.cycle_limit` |"), encoding="utf-8")
+    derivation = config_reference.derived()
+    why = config_reference.stale(page, derivation)
+    assert why and "stats.cycle_limit" in why and config_reference.WRITE_COMMAND in why, why
+    assert config_reference.stale(config_reference.PAGE, derivation) is None
 
 
 @pytest.mark.fast
