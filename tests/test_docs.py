@@ -90,6 +90,36 @@ def test_the_committed_configuration_reference_is_what_the_generator_writes(tmp_
     assert config_reference.stale(config_reference.PAGE, derivation) is None
 
 
+def _metric_functions() -> dict[str, str]:
+    """Abbreviation -> the function compute_metrics calls for it, read from its source."""
+    import ast
+
+    tree = ast.parse((REPO / "thinkprobe" / "metrics.py").read_text(encoding="utf-8"))
+    out = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Dict):
+            for key, value in zip(node.keys, node.values):
+                if isinstance(key, ast.Constant) and isinstance(value, ast.Lambda) and isinstance(value.body, ast.Call):
+                    out[key.value] = value.body.func.id
+    return out
+
+
+@pytest.mark.fast
+def test_every_metric_docstring_has_its_references():
+    import inspect
+
+    from thinkprobe import metrics
+
+    functions = _metric_functions()
+    assert set(functions) == set(metrics.METRIC_NAMES)
+    for abbrev, name in functions.items():
+        doc = inspect.getdoc(getattr(metrics, name))
+        assert doc.startswith(f"{abbrev} = ") or doc.startswith(f"{abbrev} "), (name, doc[:60])
+        assert "\nReferences\n----------\n" in doc, f"thinkprobe/metrics.py: {name} has no References section"
+        refs = doc.split("\nReferences\n----------\n", 1)[1]
+        assert "ThinkProbe paper, section 3.5" in refs and "Table 2" in refs and "Appendix C" in refs, (name, refs)
+
+
 @pytest.mark.fast
 def test_readme_is_short_starts_with_the_two_commands_and_its_links_resolve():
     text = README.read_text(encoding="utf-8")
@@ -158,6 +188,12 @@ def test_the_site_builds_in_strict_mode_with_the_generated_reference(tmp_path):
     for key in _declared(schema, schema):
         assert key.replace("<", "&lt;").replace(">", "&gt;") in html, key
     assert "<code>segment</code>" in html and "config-reference" not in html
+    api = (site / "api-metrics.html").read_text(encoding="utf-8")  # rendered from the docstrings
+    for name in _metric_functions().values():
+        assert f'id="thinkprobe.metrics.{name}"' in api, name
+    assert api.count("References") >= len(_metric_functions()) and "Sokal and C. D. Michener" in api
+    home = (site / "index.html").read_text(encoding="utf-8")  # the README, its links made relative to docs/
+    assert "Corpus study:" in home and 'href="workflow.html"' in home and "docs/workflow.md" not in home
     for page in ("cluster", "data", "answer-labels", "sampling-store", "results", "statistics", "reliability",
                  "glossary", "getting-started", "bad-input", "trajectories", "metrics", "pipeline", "planning"):
         assert (site / f"{page}.html").exists(), page

@@ -68,6 +68,11 @@ def branching_factor(g: ThoughtGraph) -> float:
 
     >>> branching_factor(example_graph())
     0.4
+
+    References
+    ----------
+    - ThinkProbe paper, section 3.5 (Breadth), Table 2, Appendix C (whose Table 12 did not survive: the
+      formula above is our reading of the text).
     """
     return _ratio(len(g.edges_of("BRCH")), g.n)
 
@@ -77,6 +82,12 @@ def unique_perspectives(g: ThoughtGraph) -> float:
 
     >>> unique_perspectives(example_graph())
     1.0
+
+    References
+    ----------
+    - ThinkProbe paper, section 3.5 (Breadth), Table 2, Appendix C (whose Table 12 did not survive: the
+      formula above is our reading of the text).
+    - The RFR node type: paper section 3.3 and Appendix B (node classification: section 3.4).
     """
     return float(len(g.nodes_of("RFR")))
 
@@ -89,6 +100,14 @@ def average_linkage_clusters(emb: np.ndarray, min_similarity: float) -> int:
     min_similarity, criterion="distance")``. Each cluster keeps its most similar partner, so a merge costs
     ``O(n)`` plus a row scan per cluster whose partner was merged: about ``O(n^2)`` in all, ``n^2`` floats of
     memory.
+
+    References
+    ----------
+    - R. R. Sokal and C. D. Michener (1958), "A statistical method for evaluating systematic relationships"
+      (average linkage, UPGMA).
+    - SciPy, ``scipy.cluster.hierarchy.linkage(method="average", metric="cosine")`` and
+      ``fcluster(criterion="distance")``: the partition this reproduces (``tests/test_metrics.py`` compares
+      them).
     """
     n = len(emb)
     if n <= 1:
@@ -141,6 +160,15 @@ def domain_spread(g: ThoughtGraph, similarity: float = MetricParams.domain_sprea
 
     >>> domain_spread(example_graph())
     1.0
+
+    References
+    ----------
+    - ThinkProbe paper, section 3.5 (Breadth), Table 2, Appendix C (whose Table 12 did not survive: the
+      formula above is our reading of the text).
+    - R. R. Sokal and C. D. Michener (1958), average linkage (UPGMA): the clustering,
+      `average_linkage_clusters`.
+    - N. Reimers and I. Gurevych (2019), "Sentence-BERT" (EMNLP): the all-MiniLM-L6-v2 embeddings whose
+      cosines are clustered (``thinkprobe.encoder``).
     """
     hyp = g.nodes_of("HYP")
     return float(average_linkage_clusters(g.embeddings[hyp], similarity)) if hyp else 0.0
@@ -151,6 +179,12 @@ def first_idea_diversity(g: ThoughtGraph, k: int = MetricParams.first_ideas) -> 
 
     >>> first_idea_diversity(example_graph())
     0.0
+
+    References
+    ----------
+    - ThinkProbe paper, section 3.5 (Breadth), Table 2, Appendix C (whose Table 12 did not survive: the
+      formula above is our reading of the text).
+    - N. Reimers and I. Gurevych (2019), "Sentence-BERT" (EMNLP): the embeddings (all-MiniLM-L6-v2).
     """
     first = g.nodes_of("HYP")[:k]
     if len(first) < 2:
@@ -166,6 +200,13 @@ def max_elaboration_chain(g: ThoughtGraph) -> float:
 
     >>> max_elaboration_chain(example_graph())
     1.0
+
+    References
+    ----------
+    - ThinkProbe paper, section 3.5 (Depth), Table 2, Appendix C (whose Table 12 did not survive: the formula
+      above is our reading of the text).
+    - A. B. Kahn (1962), "Topological sorting of large networks" (CACM): the longest path by topological
+      order; NetworkX ``dag_longest_path_length`` computes the same.
     """
     succ: dict[int, list[int]] = {}
     indeg = [0] * g.n
@@ -192,6 +233,12 @@ def mean_branch_depth(g: ThoughtGraph) -> float:
 
     >>> mean_branch_depth(example_graph())  # from the only source, TU 3: 0 and 4 at 1, then 1 and 2 at 2
     1.5
+
+    References
+    ----------
+    - ThinkProbe paper, section 3.5 (Depth), Table 2, Appendix C (whose Table 12 did not survive: the formula
+      above is our reading of the text).
+    - Breadth-first search for unweighted shortest paths, as NetworkX ``single_source_shortest_path_length``.
     """
     succ: list[list[int]] = [[] for _ in range(g.n)]
     indeg = [0] * g.n
@@ -226,6 +273,13 @@ def exploration_exploitation_ratio(g: ThoughtGraph) -> float:
 
     >>> exploration_exploitation_ratio(example_graph())
     2.0
+
+    References
+    ----------
+    - ThinkProbe paper, section 3.5 (Structure), Table 2, Appendix C (whose Table 12 did not survive: the
+      formula above is our reading of the text).
+    - J. G. March (1991), "Exploration and exploitation in organizational learning" (Organization Science):
+      the notion the ratio is named for.
     """
     explore = len(g.nodes_of(*FAMILIES["exploration"]))
     exploit = len(g.nodes_of(*FAMILIES["exploitation"]))
@@ -237,6 +291,12 @@ def backtracking_rate(g: ThoughtGraph) -> float:
 
     >>> round(backtracking_rate(example_graph()), 4)
     0.1667
+
+    References
+    ----------
+    - ThinkProbe paper, section 3.5 (Structure), Table 2, Appendix C (whose Table 12 did not survive: the
+      formula above is our reading of the text).
+    - The BACK edge: paper section 3.3, Appendix B; found by layer 4, section 3.4.
     """
     return _ratio(len(g.edges_of("BACK")), len(g.semantic_edges()))
 
@@ -249,6 +309,14 @@ def cross_branch_connectivity(g: ThoughtGraph) -> float:
 
     >>> round(cross_branch_connectivity(example_graph()), 4)
     1.0
+
+    References
+    ----------
+    - ThinkProbe paper, section 3.5 (Structure), Table 2, Appendix C (whose Table 12 did not survive: the
+      formula above is our reading of the text).
+    - The thematic segments: layer 2, TextTiling (M. A. Hearst (1997), "TextTiling: Segmenting text into
+      multi-paragraph subtopic passages", Computational Linguistics), paper section 3.4; the synthesis arcs:
+      layer 4, section 3.4.
     """
     k = max(g.segments, default=0) + 1
     if k < 2:
@@ -267,6 +335,12 @@ def convergence_index(g: ThoughtGraph) -> float:
 
     >>> round(convergence_index(example_graph()), 4)
     2.5
+
+    References
+    ----------
+    - ThinkProbe paper, section 3.5 (Structure), Table 2, Appendix C (whose Table 12 did not survive: the
+      formula above is our reading of the text).
+    - The SYN node and SYNT edge: paper section 3.3, Appendix B.
     """
     synt = g.edges_of("SYNT")
     syn = g.nodes_of("SYN")
@@ -286,6 +360,13 @@ def graph_density(g: ThoughtGraph) -> float:
 
     >>> graph_density(example_graph())
     0.3
+
+    References
+    ----------
+    - ThinkProbe paper, section 3.5 (Structure), Table 2, Appendix C (whose Table 12 did not survive: the
+      formula above is our reading of the text).
+    - The density of a directed graph, |E| / (|V| (|V| - 1)), as NetworkX ``density`` (here of the semantic
+      edge set, parallel edges counted once).
     """
     if g.n < 2:
         return 0.0
@@ -298,6 +379,12 @@ def revision_depth(g: ThoughtGraph) -> float:
 
     >>> revision_depth(example_graph())
     3.0
+
+    References
+    ----------
+    - ThinkProbe paper, section 3.5 (Structure), Table 2, Appendix C (whose Table 12 did not survive: the
+      formula above is our reading of the text).
+    - The BACK edge: paper section 3.3, Appendix B.
     """
     back = g.edges_of("BACK")
     return float(np.mean([abs(u - v) for u, v, _ in back])) if back else 0.0
@@ -310,6 +397,11 @@ def critique_hypothesis_ratio(g: ThoughtGraph) -> float:
 
     >>> critique_hypothesis_ratio(example_graph())
     1.0
+
+    References
+    ----------
+    - ThinkProbe paper, section 3.5 (Metacognition), Table 2, Appendix C (whose Table 12 did not survive: the
+      formula above is our reading of the text).
     """
     return len(g.nodes_of("CRT")) / max(len(g.nodes_of("HYP")), 1)
 
@@ -319,6 +411,13 @@ def hedging_density(g: ThoughtGraph, hedges: HedgeLexicon | None = None) -> floa
 
     >>> hedging_density(example_graph())
     0.2
+
+    References
+    ----------
+    - ThinkProbe paper, section 3.5 (Metacognition), Table 2, Appendix C (whose Table 12 did not survive: the
+      formula above is our reading of the text).
+    - The lexicon, ``thinkprobe/lexicons/hedges.txt``: the paper's examples (might, perhaps, possibly, likely,
+      unclear) and their common variants.
     """
     hedges = hedges or load_hedges()
     return _ratio(sum(hedges.contains_hedge(t) for t in g.texts), g.n)
@@ -329,6 +428,11 @@ def perspective_taking(g: ThoughtGraph) -> float:
 
     >>> perspective_taking(example_graph())
     0.2
+
+    References
+    ----------
+    - ThinkProbe paper, section 3.5 (Metacognition), Table 2, Appendix C (whose Table 12 did not survive: the
+      formula above is our reading of the text).
     """
     return _ratio(len(g.nodes_of("RFR")), g.n)
 
@@ -340,6 +444,13 @@ def avg_tokens(g: ThoughtGraph) -> float:
 
     >>> avg_tokens(example_graph())
     30.0
+
+    References
+    ----------
+    - ThinkProbe paper, section 3.5 (Efficiency), Table 2, Appendix C (whose Table 12 did not survive: the
+      formula above is our reading of the text).
+    - The tokens: ``thinkprobe.text.count_tokens`` (words, CJK characters and punctuation marks; the paper names no
+      tokenizer).
     """
     return float(sum(g.n_tokens))
 
@@ -349,6 +460,12 @@ def avg_tus(g: ThoughtGraph) -> float:
 
     >>> avg_tus(example_graph())
     5.0
+
+    References
+    ----------
+    - ThinkProbe paper, section 3.5 (Efficiency), Table 2, Appendix C (whose Table 12 did not survive: the
+      formula above is our reading of the text).
+    - The Thought Units: paper sections 3.2-3.4 (layer 1 and layer 2 boundaries).
     """
     return float(g.n)
 
@@ -360,6 +477,11 @@ def tokens_per_idea(g: ThoughtGraph) -> float:
 
     >>> tokens_per_idea(example_graph())
     30.0
+
+    References
+    ----------
+    - ThinkProbe paper, section 3.5 (Efficiency), Table 2, Appendix C (whose Table 12 did not survive: the
+      formula above is our reading of the text).
     """
     return avg_tokens(g) / max(unique_perspectives(g), 1.0)
 
@@ -373,6 +495,12 @@ def redundancy_ratio(g: ThoughtGraph, similarity: float = MetricParams.redundanc
 
     >>> redundancy_ratio(example_graph())
     0.1
+
+    References
+    ----------
+    - ThinkProbe paper, section 3.5 (Efficiency), Table 2, Appendix C (whose Table 12 did not survive: the
+      formula above is our reading of the text).
+    - N. Reimers and I. Gurevych (2019), "Sentence-BERT" (EMNLP): the embeddings (all-MiniLM-L6-v2).
     """
     n = g.n
     if n < 2:
@@ -391,7 +519,12 @@ def redundancy_ratio(g: ThoughtGraph, similarity: float = MetricParams.redundanc
 
 def compute_metrics(g: ThoughtGraph, params: MetricParams | None = None,
                     hedges: HedgeLexicon | None = None) -> dict[str, float]:
-    """All 19 metrics of ``g``, keyed by their abbreviations in the order of :data:`METRIC_NAMES`."""
+    """All 19 metrics of ``g``, keyed by their abbreviations in the order of :data:`METRIC_NAMES`.
+
+    References
+    ----------
+    - ThinkProbe paper, section 3.5 and Table 2 (the 19 metrics and their dimensions), Appendix C.
+    """
     params = params or MetricParams()
     hedges = hedges or load_hedges(params.hedge_lexicon or None)
     fns: dict[str, Callable[[], float]] = {
