@@ -25,6 +25,8 @@ only where its shape says it is code, so prose is never taken for one:
 - **a rule**: a span right after the word *rule*/*rules* (and the spans listed after it, ``rules `a`, `b`
   and `c```), a lower-case name right before *rule(s)*/*job(s)* or *(a local job)*, and a target of
   ``snakemake <target>``; globs (``stats_*``) must match a rule.
+- **the Layout** of ``docs/development.md``: every module name it lists exists in the folder its entry is for
+  (:func:`layout_problems`).
 - **a command line**: ``thinkprobe <subcommand> --option`` (in a span or a shell block) names a subcommand of
   :func:`thinkprobe.cli.build_parser` and options it takes; ``bench/x.py --option`` and
   ``scripts/x.py --option`` name options the script's source spells.
@@ -660,11 +662,62 @@ def check_page(path: Path, resolver: Resolver) -> list[Problem]:
     return out
 
 
-def check(repo: Path = REPO, only: Iterable[Path] | None = None) -> list[Problem]:
-    resolver = Resolver(Code(repo))
+LAYOUT_PAGE = "docs/development.md"
+
+
+def layout_problems(path: Path, code: Code) -> list[Problem]:
+    """The module names of the page's Layout block (the fenced block under ``## Layout``) that are no module of
+    the package folder their entry is for. An entry is a line starting at column 0 (``thinkprobe/``: the core
+    modules) or indented (``  generate/``: that subpackage) with its continuation lines; of its description, the
+    text outside parentheses is split at commas, semicolons and colons, and each part that is a single name
+    (``ingest``, ``lexicon(s)``) is a module name, the rest is prose. Completeness is not checked: a module the
+    list does not name is not an error."""
+    text = path.read_text(encoding="utf-8")
+    m = re.search(r"^## Layout\n(.*?)(?=^## |\Z)", text, re.S | re.M)
+    if not m:
+        return []
+    start = text[:m.start(1)].count("\n") + 1
+    block = re.search(r"^```[^\n]*\n(.*?)^```", m.group(1), re.S | re.M)
+    if not block:
+        return []
+    first = start + m.group(1)[:block.start(1)].count("\n")
+    entries: list[tuple[str, str, list[tuple[int, str]]]] = []  # (folder, description, its lines)
+    for number, line in enumerate(block.group(1).splitlines(), first):
+        head = re.match(r"^( {0,2})(\S+/)\s+(.*)$", line)
+        if head and len(head.group(1)) in (0, 2) and not line.startswith(" " * 4):
+            folder = f"{PACKAGE}/{head.group(2)}" if head.group(1) else head.group(2)
+            entries.append((folder, head.group(3), [(number, line)]))
+        elif entries and line.startswith(" " * 4):
+            folder, desc, lines = entries[-1]
+            entries[-1] = (folder, f"{desc} {line.strip()}", [*lines, (number, line)])
+        else:
+            entries.append(("", line, [(number, line)]))
     out = []
-    for page in (list(only) if only is not None else pages(repo)):
+    rel = path.relative_to(code.repo).as_posix()
+    for folder, desc, lines in entries:
+        if not folder.startswith(f"{PACKAGE}/"):
+            continue
+        while re.search(r"\([^()]*\)", desc):
+            desc = re.sub(r"\s*\([^()]*\)", "", desc)
+        where = code.repo / folder
+        for part in re.split(r"[,;:]", desc):
+            name = re.sub(r"^\s*(?:and\s+)?", "", part).strip().rstrip(".")
+            if not re.fullmatch(r"[a-z_][a-z0-9_]*", name):
+                continue
+            if not ((where / f"{name}.py").exists() or (where / name).is_dir() or (where / f"{name}s").is_dir()):
+                number = next((n for n, line in lines if re.search(rf"\b{name}\b", line)), lines[0][0])
+                out.append(Problem(rel, number, name, f"the Layout names no module of {folder}"))
+    return out
+
+
+def check(repo: Path = REPO, only: Iterable[Path] | None = None) -> list[Problem]:
+    code = Code(repo)
+    resolver = Resolver(code)
+    out = []
+    for page in ([Path(p).resolve() for p in only] if only is not None else pages(repo)):
         out += check_page(page, resolver)
+        if page.relative_to(repo).as_posix() == LAYOUT_PAGE:
+            out += layout_problems(page, code)
     return out
 
 

@@ -133,3 +133,18 @@ def test_a_written_file_is_named_on_its_page(copy):
     assert [p.reference for p in doc_refs.check(repo, only=[page])] == ["config/other.lock.yaml"]
     page.write_text("It writes `config/other.lock.yaml`. <!-- refs: written config/other.lock.yaml -->\n")
     assert doc_refs.check(repo, only=[page]) == []
+
+
+def test_the_layout_names_only_modules_that_exist(copy):
+    dev = copy / "docs" / "development.md"
+    text = dev.read_text(encoding="utf-8")
+    assert "collection_jobs (the collection jobs)" in text and "  generate/" in text
+    dev.write_text(text.replace("collection_jobs (the collection jobs)", "plan (the collection jobs)"), encoding="utf-8")
+    try:
+        problems = doc_refs.check(copy, only=[dev])
+    finally:
+        dev.write_text(text, encoding="utf-8")
+    assert [(p.reference, p.why) for p in problems] == [("plan", "the Layout names no module of thinkprobe/generate/")]
+    line = dev.read_text(encoding="utf-8").splitlines()[problems[0].line - 1]
+    assert "collection_jobs (the collection jobs)" in line  # the line the stale name was on
+    assert doc_refs.check(copy, only=[dev]) == []
