@@ -19,7 +19,7 @@ only where its shape says it is code, so prose is never taken for one:
   also written as ``stats.cycle_cap: 10`` or ``... = 200``), or a key of the ``analysis`` section written
   without it (``texttiling.window``); ``<name>``/``<m>`` stand for any name. A dotted span that starts with a
   package module or a schema section must resolve as one of the two.
-- **a name**: a CamelCase span (``TrajectoryJobs``) or a call (``parse_answer()``) must be defined, imported or
+- **a name**: a CamelCase span (``TrajectoryJobs``; not ``OpenAI``) or a call (``parse_answer()``) must be defined, imported or
   used as an attribute somewhere in the package, the rule scripts or the scripts, be defined at the top of a
   test or benchmark module (``require()``), or be a builtin or one of Snakemake's functions (``protected()``).
 - **a rule**: a span right after the word *rule*/*rules* (and the spans listed after it, ``rules `a`, `b`
@@ -330,7 +330,7 @@ def read_page(path: Path) -> Iterator[tuple[int, str, str]]:
 _RULE_LIST = re.compile(r"\brules?\s+((?:`[^`]+`)(?:\s*(?:,|and|or|,\s*and|,\s*or)\s*`[^`]+`)*)")
 
 
-_RULE_AFTER = re.compile(r"`([a-z][a-z0-9_]*)`\s+(?:rules?|jobs?|\(a [\w\s-]*\bjob)\b")
+_RULE_AFTER = re.compile(r"`([a-z][a-z0-9]*_[a-z0-9_]+)`\s+(?:rules?|jobs?|\(a [\w\s-]*\bjob)\b")
 
 
 def _rule_lists(line: str) -> Iterator[str]:
@@ -521,11 +521,11 @@ class Resolver:
 
     # names, rules, command lines -----------------------------------------------------------------------------
     def name(self, text: str) -> str | None:
-        m = re.fullmatch(r"([A-Z][a-z0-9]+[A-Z]\w*|[A-Za-z_]\w*)(\(.*\))?", text)
+        m = re.fullmatch(r"([A-Za-z_]\w*)(\(.*\))?", text)
         if not m:
             return None
         name, call = m.group(1), m.group(2)
-        camel = re.fullmatch(r"[A-Z][a-z0-9]+[A-Z]\w*", name) is not None
+        camel = re.fullmatch(r"[A-Z][a-z0-9]+(?:[A-Z][a-z0-9]+)+", name) is not None  # not OpenAI, HTTP
         if not (camel or call is not None):
             return None
         if name in self.code.known_names:

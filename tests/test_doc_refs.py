@@ -57,7 +57,7 @@ def test_a_renamed_function_fails_naming_the_page_the_line_and_the_reference(cop
     # the development page names it as `thinkprobe.stages.joblog.job_log(snakemake.log[0])`
     dev = [p for p in problems if p.page == "docs/development.md"]
     assert any(p.reference == "thinkprobe.stages.joblog.job_log(snakemake.log[0])" for p in dev), texts
-    line = next(p.line for p in dev if p.reference.startswith("thinkprobe.stages.joblog.job_log"))
+    line = next(p.line for p in dev if p.reference == "thinkprobe.stages.joblog.job_log(snakemake.log[0])")
     page_line = (repo / "docs" / "development.md").read_text().splitlines()[line - 1]
     assert "thinkprobe.stages.joblog.job_log" in page_line
     assert all("defines no `job_log`" in p.why for p in problems if "job_log" in p.reference), texts
