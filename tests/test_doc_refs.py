@@ -69,7 +69,8 @@ PAGE = """# A page
 
 Prose with code words that are no references: `metrics`, `none`, `n_complete`, `max_tokens`, `42`,
 `\\boxed{}`, `<think>`, `Retry-After`, `results/tables/metrics.parquet`, `ablation.parquet`, `run.json`,
-`{model}/{qset}`, `/dev/shm`, a rule's `params`, `snakemake.log[0]`, `np.sqrt`, `x.y`.
+`{model}/{qset}`, `/dev/shm`, a rule's `params`, `snakemake.log[0]`, `np.sqrt`, `x.y`, `gpu` jobs, `OpenAI`.
+1. Write `thinkprobe/tasks/yesno.py` (a file the reader makes), or create `thinkprobe/new_module.py`.
 
 Paths: `thinkprobe/metrics.py` and `thinkprobe/nothere.py`; `stages/collect.py` and `stages/gone.py`;
 `rules/*.smk` and `rules/*.smkx`; `thinkprobe/metrics.py:3` and `thinkprobe/metrics.py:999999`;
