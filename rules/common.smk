@@ -285,12 +285,18 @@ def model_manifest(model):
 
 
 def generation_resource(rule, key):
-    """A resource of one generation job of ``rule``, looked up in the plan (a dict lookup per job)."""
+    """A resource of one generation job of ``rule``, looked up in the plan (a dict lookup per job). The runtime
+    grows with the attempt (a retry after TIMEOUT asks for more; thinkprobe.generate.jobres.attempt_runtime)."""
 
     def value(wildcards):
         batch = wildcards.cbatch if rule == "collect" else wildcards.batch
         return JOB_PLAN.job(rule, wildcards.model, wildcards.question_set, batch).resources.get(key)
 
+    if key == "runtime":
+        def runtime(wildcards, attempt):
+            return _jobres.attempt_runtime(value(wildcards), attempt, config["resources"]["max_runtime"])
+
+        return runtime
     return value
 
 

@@ -26,7 +26,8 @@ Expected generated tokens
       Every decoding (``trajectories.decodings``) counts with its own budget, so the cost grows with K squared.
 
 GPU hours
-    job hours = tokens / throughput + ``planning.job_overhead_s``, GPU hours = job hours x GPUs per job.
+    job hours = tokens / throughput + the start-up allowance (``planning.job_overhead_s`` + ``planning.load_s_per_gb``
+    x the weights' GB: :func:`thinkprobe.generate.jobres.startup_s`), GPU hours = job hours x GPUs per job.
     Throughput is output tokens/s of ONE job (all its tensor-parallel GPUs) from ``planning.throughput``, by GPU
     type (``planning.gpu_type``; a ``device: cpu`` model uses the row ``cpu``) and size class of the model's
     active parameters (``models.<name>.params_b``, else the built-in's size, else the cached weights' bytes / 2).
@@ -357,7 +358,6 @@ def plan_study(config: Mapping[str, Any], base: str | Path = ".", collect: Colle
                          "'planning' section with its defaults); this one has none")
     base = Path(base)
     answer = int(config["planning"]["answer_tokens_prior"])
-    overhead = float(config["planning"]["job_overhead_s"])
     res = config["resources"]
     cache = res["model_cache"] or None
     collect = collect if collect is not None else list_collection_jobs(config, base)
@@ -384,7 +384,7 @@ def plan_study(config: Mapping[str, Any], base: str | Path = ".", collect: Colle
 
     def add_job(rule: str, model: str, qset: str, batch: str, units: int, tokens: float) -> Job:
         mi = model_info(model)
-        hours = tokens / mi["rate"] / 3600 + overhead / 3600
+        hours = tokens / mi["rate"] / 3600 + jobres.startup_s(config, mi["weights"]) / 3600
         r = jobres.job_resources(rule, mi["cfg"], config, hours, tokens, mi["weights"])
         r["over_cap"] = jobres.over_cap(r, config)
         job = Job(rule, model, qset, batch, units, tokens, hours, r)
