@@ -79,7 +79,7 @@ def test_the_plan_gives_each_job_its_runtime_and_flags_jobs_over_the_cap():
     cfg["resources"] = {**cfg["resources"], "max_runtime": 15, "min_runtime": 15, "runtime_factor": 50}
     over = plan_study(_validated(cfg), REPO)
     assert over.over_cap() and all("resources.max_runtime = 15" in m for m in over.over_cap())
-    assert any("lower trajectories.batch_questions" in m for m in over.over_cap())
+    assert any("lower trajectories.batch_questions_by_model." in m for m in over.over_cap())
     assert "! " in over.format()
 
 

@@ -142,7 +142,9 @@ class StudyPlan:
         """One message per generation job whose wall time exceeds ``resources.max_runtime``, naming the fix."""
         out = []
         for j in (j for j in self.jobs if j.over_cap):
-            size = "collection.batch_questions" if j.rule == "collect" else "trajectories.batch_questions"
+            # the key that splits this model's batches only (trajectories: per model; collection has one size)
+            size = ("collection.batch_questions" if j.rule == "collect"
+                    else f"trajectories.batch_questions_by_model.{j.model}")
             why = ("derived: resources.runtime_factor x the planner's expected hours"
                    if "runtime" in j.resources.get("derived", []) else f"stated: models.{j.model}.runtime or "
                    f"models.{j.model}.resources.{j.rule}.runtime")
@@ -204,17 +206,16 @@ def _tokens(n: float) -> str:
 def size_class(params_b: float | None, classes: Mapping[str, float]) -> str:
     """The throughput class of a model with ``params_b`` billion active parameters.
 
-    >>> size_class(0.135, {"tiny": 1, "small": 10, "medium": 40, "large": 150})
-    'tiny'
-    >>> size_class(120, {"tiny": 1, "small": 10, "medium": 40, "large": 150})
-    'large'
+    >>> classes = {"tiny": 1, "small": 10, "medium": 20, "large": 40, "xlarge": 150}
+    >>> size_class(0.135, classes), size_class(14, classes), size_class(32, classes), size_class(200, classes)
+    ('tiny', 'medium', 'large', 'xxlarge')
     """
     if params_b is None:
         return "medium"
     for name, bound in sorted(classes.items(), key=lambda kv: kv[1]):
         if params_b <= bound:
             return name
-    return "xlarge"
+    return "xxlarge"
 
 
 def model_params_b(model: Mapping[str, Any], model_cache: str | None) -> float | None:
