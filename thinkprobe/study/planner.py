@@ -470,6 +470,11 @@ def plan_study(config: Mapping[str, Any], base: str | Path = ".", collect: Colle
                     f"K from {observed} collected trace(s)" + (f", {traces - observed} at the prior K = {fallback:,}"
                                                               if traces > observed else "")
                     + f"; decodings {', '.join(decodings)}" + ("" if window is None else f"; context {window:,}"))
+        # labelling (rules/trajectories.smk traj_label): one CPU SLURM job per sampling batch, as the dry run submits
+        if tplan.batches:
+            n = len(tplan.batches)
+            study.rows.append(Row("traj_label", units=n, jobs=n, slurm_jobs=n,
+                                  detail=f"{n} sampling batch(es), one CPU job each"))
     _analysis_rows(study, config, collect)
     return study
 
