@@ -11,7 +11,7 @@
 # questions are read from the cache when Snakemake parses the config, so a dataset is fetched before a study
 # can plan its jobs: until then every study target stops naming it (data_ready in rules/common.smk).
 # fetch_corpus: clones every git input once into resources.corpus_cache, at its commit.
-#   snakemake fetch_datasets fetch_models fetch_corpus   # on a login node, before submitting the study;
+#   snakemake fetch_datasets fetch_models fetch_corpus --cores 1   # on a login node, before the study;
 #                                                        # writes <config>.lock.yaml (models, datasets)
 #   snakemake plan                                       # results/plan/plan.txt: jobs, GPUs, tokens, GPU hours
 #
