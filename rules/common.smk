@@ -22,6 +22,7 @@ config.clear()
 config.update(_validated)
 
 from thinkprobe.study.planchecks import study_size as _study_size
+from thinkprobe.generate import hostfacts as _hostfacts
 
 _too_large = _study_size(config, ".")  # before any list of units is built (join_collection, TrajectoryJobs)
 if _too_large:
@@ -60,7 +61,10 @@ def data_ready(wildcards=None):
 # The conda environment of the CPU and the GPU jobs (envs/cpu.yaml, envs/gpu.yaml), built by Snakemake
 # (--sdm conda, as profiles/slurm does), or an environment already built on the shared file system (config
 # environments.cpu / environments.gpu: its path or name; docs/cluster.md).
-ENVS = {kind: config["environments"][kind] or f"../envs/{kind}.yaml" for kind in ("cpu", "gpu")}
+# environments.gpu_variant picks the GPU file (thinkprobe.generate.hostfacts: CUDA 13 or CUDA 12, the drivers each needs).
+ENVS = {"cpu": config["environments"]["cpu"] or "../envs/cpu.yaml",
+        "gpu": config["environments"]["gpu"]
+        or "../" + _hostfacts.get(config["environments"]["gpu_variant"]).file}
 
 # SLURM must never requeue a job behind Snakemake's back (a requeued job would run beside its retry): every sbatch
 # this process runs inherits SBATCH_NO_REQUEUE, whatever slurm_extra or default-resources a profile sets.
@@ -281,12 +285,18 @@ def model_manifest(model):
 
 
 def generation_resource(rule, key):
-    """A resource of one generation job of ``rule``, looked up in the plan (a dict lookup per job)."""
+    """A resource of one generation job of ``rule``, looked up in the plan (a dict lookup per job). The runtime
+    grows with the attempt (a retry after TIMEOUT asks for more; thinkprobe.generate.jobres.attempt_runtime)."""
 
     def value(wildcards):
         batch = wildcards.cbatch if rule == "collect" else wildcards.batch
         return JOB_PLAN.job(rule, wildcards.model, wildcards.question_set, batch).resources.get(key)
 
+    if key == "runtime":
+        def runtime(wildcards, attempt):
+            return _jobres.attempt_runtime(value(wildcards), attempt, config["resources"]["max_runtime"])
+
+        return runtime
     return value
 
 

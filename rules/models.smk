@@ -11,7 +11,7 @@
 # questions are read from the cache when Snakemake parses the config, so a dataset is fetched before a study
 # can plan its jobs: until then every study target stops naming it (data_ready in rules/common.smk).
 # fetch_corpus: clones every git input once into resources.corpus_cache, at its commit.
-#   snakemake fetch_datasets fetch_models fetch_corpus   # on a login node, before submitting the study;
+#   snakemake fetch_datasets fetch_models fetch_corpus --cores 1   # on a login node, before the study;
 #                                                        # writes <config>.lock.yaml (models, datasets)
 #   snakemake plan                                       # results/plan/plan.txt: jobs, GPUs, tokens, GPU hours
 #
@@ -42,7 +42,7 @@ rule fetch_model:
         mem_mb=2000,
         runtime=240,
     conda:
-        ENVS["gpu"]
+        ENVS["cpu"]  # huggingface_hub: a download needs no GPU environment (built on the login node otherwise)
     script:
         "../workflow/scripts/fetch_model.py"
 
@@ -59,7 +59,7 @@ rule fetch_models:
         "results/logs/fetch_models.log",
     localrule: True
     conda:
-        "../envs/cpu.yaml"
+        ENVS["cpu"]
     script:
         "../workflow/scripts/write_lock.py"
 
@@ -86,7 +86,7 @@ rule fetch_dataset:
         mem_mb=2000,
         runtime=60,
     conda:
-        "../envs/gpu.yaml"  # huggingface_hub, as for fetch_model
+        ENVS["cpu"]  # huggingface_hub, as for fetch_model
     script:
         "../workflow/scripts/fetch_dataset.py"
 
@@ -101,7 +101,7 @@ rule fetch_datasets:
         "results/logs/fetch_datasets.log",
     localrule: True
     conda:
-        "../envs/cpu.yaml"
+        ENVS["cpu"]
     script:
         "../workflow/scripts/write_lock.py"
 
@@ -116,7 +116,7 @@ rule fetch_corpus:
         "results/logs/fetch_corpus.log",
     localrule: True
     conda:
-        "../envs/cpu.yaml"  # and git, from the system
+        ENVS["cpu"]  # and git, from the system
     script:
         "../workflow/scripts/fetch_corpus.py"
 

@@ -79,7 +79,7 @@ def test_the_plan_gives_each_job_its_runtime_and_flags_jobs_over_the_cap():
     cfg["resources"] = {**cfg["resources"], "max_runtime": 15, "min_runtime": 15, "runtime_factor": 50}
     over = plan_study(_validated(cfg), REPO)
     assert over.over_cap() and all("resources.max_runtime = 15" in m for m in over.over_cap())
-    assert any("lower trajectories.batch_questions" in m for m in over.over_cap())
+    assert any("lower trajectories.batch_questions_by_model." in m for m in over.over_cap())
     assert "! " in over.format()
 
 
@@ -165,3 +165,14 @@ def test_sinfo_and_sacctmgr_answers_become_errors_naming_the_key():
                                          "partition 'gpu' (resources.slurm.gpu.partition): sbatch would reject a job "
                                          "asking more; set it to the limit"]
     assert slurm_problems(cfg, lambda cmd: None) == []  # SLURM cannot tell: nothing is claimed
+
+
+def test_a_submit_limit_below_the_studys_jobs_is_a_warning_naming_the_fix():
+    """sacctmgr's MaxSubmitJobs (recorded answers: two associations, the smaller counts; none set: no claim)."""
+    from thinkprobe.generate.cluster import submit_limit, submit_warning
+
+    assert submit_limit(lambda cmd: "1000\n500\n" if "format=MaxSubmitJobs" in cmd else None) == 500
+    assert submit_limit(lambda cmd: "\n") is None and submit_limit(lambda cmd: None) is None
+    msg = submit_warning(1955, 500)
+    assert "1,955 SLURM jobs; your MaxSubmitJobs is 500" in msg and "`jobs` (or --jobs) below 500" in msg
+    assert "resources.batch_questions" in msg and submit_warning(400, 500) is None

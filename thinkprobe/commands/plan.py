@@ -52,6 +52,13 @@ def run(args: argparse.Namespace) -> int:
                          indent=1))
     else:
         print(plan.format())
+    from ..generate.cluster import submit_limit, submit_warning
+
+    warning = submit_warning(plan.total().slurm_jobs, submit_limit())
+    if warning:
+        import sys
+
+        print(f"warning: {warning}", file=sys.stderr)
     over = plan.over_cap()
     if over:  # the table flags them; the workflow refuses to plan them
         raise PlanError(f"{len(over)} job(s) would ask for more than resources.max_runtime: split their batches "

@@ -90,6 +90,35 @@ def accounts(run: Runner = run_command) -> set[str] | None:
     return found or None
 
 
+def submit_limit(run: Runner = run_command) -> int | None:
+    """The user's MaxSubmitJobs (jobs pending + running at once; the smallest of their associations), from
+    ``sacctmgr``, or None when it cannot tell or sets none."""
+    try:
+        user = getpass.getuser()
+    except (KeyError, OSError):
+        return None
+    out = run(["sacctmgr", "-n", "-P", "show", "assoc", f"user={user}", "format=MaxSubmitJobs"])
+    limits = [int(x) for x in (out or "").split() if x.strip().isdigit()]
+    return min(limits) if limits else None
+
+
+def submit_warning(slurm_jobs: int, limit: int | None) -> str | None:
+    """What the plan says when the study's SLURM jobs exceed the user's MaxSubmitJobs.
+
+    >>> submit_warning(1955, 1000).startswith("the study submits 1,955 SLURM jobs; your MaxSubmitJobs is 1,000")
+    True
+    >>> submit_warning(500, 1000) is None and submit_warning(500, None) is None
+    True
+    """
+    if limit is None or slurm_jobs <= limit:
+        return None
+    return (f"the study submits {slurm_jobs:,} SLURM jobs; your MaxSubmitJobs is {limit:,} (sacctmgr): sbatch refuses "
+            f"a job beyond it. Snakemake keeps at most `jobs` in flight (profiles/slurm: 200), so keep the profile's "
+            f"`jobs` (or --jobs) below {limit:,}; grouping lowers the total: larger resources.batch_questions "
+            "(analysis jobs per batch of questions), collection.batch_questions and "
+            "trajectories.batch_questions(_by_model) (generation jobs per batch)")
+
+
 def slurm_problems(config: Mapping[str, Any], run: Runner = run_command) -> list[str]:
     """The placement keys the cluster contradicts, each naming its key; empty when SLURM cannot tell. Only keys
     the config sets are checked (a study run without SLURM sets none), so a machine without a cluster asks nothing."""

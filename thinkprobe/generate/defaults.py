@@ -20,7 +20,7 @@ MODEL_DEFAULTS: dict[str, Any] = {"reasoning": "native", "prompt_variant": "nati
 # Keys of a `models:` entry that size or place a job, or feed the planner, but decide no output: they never
 # reach a rule's params (changing them reruns nothing) nor any identity of stored results.
 MODEL_RESOURCE_KEYS = frozenset({"mem_mb", "threads", "runtime", "cpus_per_gpu", "gpu_model", "resources",
-                                 "params_b", "weights_gb", "trace_tokens"})
+                                 "params_b", "total_params_b", "weights_gb", "trace_tokens"})
 
 # `collection.sampling`: the decoding of the realized traces (paper section 4.3: a non-zero temperature).
 COLLECTION_SAMPLING_DEFAULTS: dict[str, Any] = {"temperature": 0.6, "top_p": 0.95, "max_tokens": 8192, "stop": []}

@@ -51,9 +51,20 @@ def gpu_problem(gpus: int, vllm: str | None, cuda_devices: int, node: str, torch
     if cuda_devices < gpus:
         return (f"node {node}: the job asked for {gpus} GPU(s) but finds {cuda_devices} CUDA device(s) "
                 f"(CUDA_VISIBLE_DEVICES={visible!r}, torch built for CUDA {torch_cuda or 'none: a CPU build'}). "
-                "Send GPU jobs to GPU nodes (resources.slurm.gpu.partition / .constraint, resources.gpu_model) "
-                "and run them in the GPU environment (envs/gpu.yaml, or environments.gpu; docs/cluster.md)")
+                + _zero_devices(torch_cuda) + " (thinkprobe preflight reads a GPU node's facts; docs/cluster.md)")
     return None
+
+
+def _zero_devices(torch_cuda: str | None) -> str:
+    """Why no CUDA device: a driver problem or a partition problem, from this node's facts
+    (:mod:`thinkprobe.generate.hostfacts`); a CPU build of torch is neither."""
+    from .hostfacts import read_host, variant_for_cuda, zero_devices_reason
+
+    variant = variant_for_cuda(torch_cuda)
+    if variant is None:
+        return ("The environment's torch is a CPU build: run the GPU jobs in the GPU environment (envs/gpu.yaml, "
+                "environments.gpu_variant or environments.gpu)")
+    return zero_devices_reason(read_host(), variant)
 
 
 def require_gpus(gpus: int) -> None:

@@ -4,8 +4,9 @@ A generation job loads one model and generates the tokens the planner expects of
 (:mod:`thinkprobe.study.planner`), so what it asks SLURM for follows from those two:
 
 ``runtime`` (minutes)
-    ``resources.runtime_factor`` x the job's expected hours (expected tokens / the model's throughput +
-    ``planning.job_overhead_s`` for the engine start), at least ``resources.min_runtime``. A job asking for more
+    ``resources.runtime_factor`` x the job's expected hours (expected tokens / the model's throughput + the
+    start-up allowance :func:`startup_s`: ``planning.job_overhead_s`` + ``planning.load_s_per_gb`` x the weights'
+    GB), at least ``resources.min_runtime``; a retry asks the runtime x its attempt (:func:`attempt_runtime`). A job asking for more
     than ``resources.max_runtime`` (the partition's limit) is an error naming the batch size to lower: a job
     that cannot finish inside the limit would be killed and rerun forever.
 ``mem_mb`` (host memory)
@@ -43,17 +44,50 @@ BUILTIN_WEIGHTS_GB = {"smollm2": 0.27}  # SmolLM2-135M-Instruct, safetensors (bf
 
 def weights_gb(model: Mapping[str, Any], cached_bytes: int | None = None) -> float | None:
     """The model's weights in GB: ``weights_gb`` as configured, else the safetensors already on this machine
-    (``cached_bytes``), a built-in's size, or ``params_b`` x 2 bytes (bf16; ``params_b`` is the ACTIVE
-    parameter count, so a mixture-of-experts model should state ``weights_gb``)."""
+    (``cached_bytes``: their bytes on disk, quantization included), a built-in's size, or the TOTAL parameters x
+    2 bytes (bf16): ``total_params_b``, else ``params_b``. A mixture-of-experts model holds all its experts in
+    memory though it computes with a few, so its active ``params_b`` (the throughput class) would undersize it.
+
+    >>> weights_gb({"params_b": 5.1, "total_params_b": 117}), weights_gb({"params_b": 14})
+    (234.0, 28.0)
+    >>> weights_gb({"params_b": 5.1, "total_params_b": 117}, cached_bytes=65_000_000_000)
+    65.0
+    """
     if model.get("weights_gb"):
         return float(model["weights_gb"])
     if cached_bytes:
         return cached_bytes / 1e9
     if str(model.get("path") or "") in BUILTIN_WEIGHTS_GB:
         return BUILTIN_WEIGHTS_GB[str(model["path"])]
-    if model.get("params_b"):
-        return float(model["params_b"]) * BF16_BYTES
+    total = model.get("total_params_b") or model.get("params_b")
+    if total:
+        return float(total) * BF16_BYTES
     return None
+
+
+def startup_s(config: Mapping[str, Any], weights: float | None) -> float:
+    """Seconds a generation job spends before it generates: ``planning.job_overhead_s`` (process, CUDA graphs)
+    plus ``planning.load_s_per_gb`` x the weights' GB (read from the shared file system), so a 256 GB model's job
+    is allowed more start-up than a 1 GB one's.
+
+    >>> cfg = {"planning": {"job_overhead_s": 300, "load_s_per_gb": 2}}
+    >>> startup_s(cfg, 1.0), startup_s(cfg, 256.0), startup_s(cfg, None)
+    (302.0, 812.0, 332.0)
+    """
+    plan = config["planning"]
+    gb = weights if weights is not None else UNKNOWN_WEIGHTS_GB
+    return float(plan["job_overhead_s"]) + float(plan["load_s_per_gb"]) * gb
+
+
+def attempt_runtime(runtime: int, attempt: int, max_runtime: int) -> int:
+    """The wall time (minutes) of a job's ``attempt``-th try: the planned runtime x the attempt, at most
+    ``resources.max_runtime`` (the partition's limit). A retry after TIMEOUT thus asks for more time, and the
+    resumed job (it continues from its store) gets to finish; the first try asks exactly the plan's runtime.
+
+    >>> attempt_runtime(120, 1, 2880), attempt_runtime(120, 2, 2880), attempt_runtime(2000, 2, 2880)
+    (120, 240, 2880)
+    """
+    return max(int(runtime), min(int(runtime) * max(1, int(attempt)), int(max_runtime)))
 
 
 def job_gpus(rule: str, model: Mapping[str, Any], config: Mapping[str, Any]) -> int:

@@ -26,7 +26,8 @@ Expected generated tokens
       Every decoding (``trajectories.decodings``) counts with its own budget, so the cost grows with K squared.
 
 GPU hours
-    job hours = tokens / throughput + ``planning.job_overhead_s``, GPU hours = job hours x GPUs per job.
+    job hours = tokens / throughput + the start-up allowance (``planning.job_overhead_s`` + ``planning.load_s_per_gb``
+    x the weights' GB: :func:`thinkprobe.generate.jobres.startup_s`), GPU hours = job hours x GPUs per job.
     Throughput is output tokens/s of ONE job (all its tensor-parallel GPUs) from ``planning.throughput``, by GPU
     type (``planning.gpu_type``; a ``device: cpu`` model uses the row ``cpu``) and size class of the model's
     active parameters (``models.<name>.params_b``, else the built-in's size, else the cached weights' bytes / 2).
@@ -141,7 +142,9 @@ class StudyPlan:
         """One message per generation job whose wall time exceeds ``resources.max_runtime``, naming the fix."""
         out = []
         for j in (j for j in self.jobs if j.over_cap):
-            size = "collection.batch_questions" if j.rule == "collect" else "trajectories.batch_questions"
+            # the key that splits this model's batches only (trajectories: per model; collection has one size)
+            size = ("collection.batch_questions" if j.rule == "collect"
+                    else f"trajectories.batch_questions_by_model.{j.model}")
             why = ("derived: resources.runtime_factor x the planner's expected hours"
                    if "runtime" in j.resources.get("derived", []) else f"stated: models.{j.model}.runtime or "
                    f"models.{j.model}.resources.{j.rule}.runtime")
@@ -203,17 +206,16 @@ def _tokens(n: float) -> str:
 def size_class(params_b: float | None, classes: Mapping[str, float]) -> str:
     """The throughput class of a model with ``params_b`` billion active parameters.
 
-    >>> size_class(0.135, {"tiny": 1, "small": 10, "medium": 40, "large": 150})
-    'tiny'
-    >>> size_class(120, {"tiny": 1, "small": 10, "medium": 40, "large": 150})
-    'large'
+    >>> classes = {"tiny": 1, "small": 10, "medium": 20, "large": 40, "xlarge": 150}
+    >>> size_class(0.135, classes), size_class(14, classes), size_class(32, classes), size_class(200, classes)
+    ('tiny', 'medium', 'large', 'xxlarge')
     """
     if params_b is None:
         return "medium"
     for name, bound in sorted(classes.items(), key=lambda kv: kv[1]):
         if params_b <= bound:
             return name
-    return "xlarge"
+    return "xxlarge"
 
 
 def model_params_b(model: Mapping[str, Any], model_cache: str | None) -> float | None:
@@ -357,7 +359,6 @@ def plan_study(config: Mapping[str, Any], base: str | Path = ".", collect: Colle
                          "'planning' section with its defaults); this one has none")
     base = Path(base)
     answer = int(config["planning"]["answer_tokens_prior"])
-    overhead = float(config["planning"]["job_overhead_s"])
     res = config["resources"]
     cache = res["model_cache"] or None
     collect = collect if collect is not None else list_collection_jobs(config, base)
@@ -384,7 +385,7 @@ def plan_study(config: Mapping[str, Any], base: str | Path = ".", collect: Colle
 
     def add_job(rule: str, model: str, qset: str, batch: str, units: int, tokens: float) -> Job:
         mi = model_info(model)
-        hours = tokens / mi["rate"] / 3600 + overhead / 3600
+        hours = tokens / mi["rate"] / 3600 + jobres.startup_s(config, mi["weights"]) / 3600
         r = jobres.job_resources(rule, mi["cfg"], config, hours, tokens, mi["weights"])
         r["over_cap"] = jobres.over_cap(r, config)
         job = Job(rule, model, qset, batch, units, tokens, hours, r)
@@ -469,6 +470,11 @@ def plan_study(config: Mapping[str, Any], base: str | Path = ".", collect: Colle
                     f"K from {observed} collected trace(s)" + (f", {traces - observed} at the prior K = {fallback:,}"
                                                               if traces > observed else "")
                     + f"; decodings {', '.join(decodings)}" + ("" if window is None else f"; context {window:,}"))
+        # labelling (rules/trajectories.smk traj_label): one CPU SLURM job per sampling batch, as the dry run submits
+        if tplan.batches:
+            n = len(tplan.batches)
+            study.rows.append(Row("traj_label", units=n, jobs=n, slurm_jobs=n,
+                                  detail=f"{n} sampling batch(es), one CPU job each"))
     _analysis_rows(study, config, collect)
     return study
 
