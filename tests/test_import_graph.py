@@ -33,6 +33,7 @@ LAYERS = (
     ("core",),  # traces, units, outputs, params, config, pipeline, graph, metrics, ...: no engine, no rule
     ("generate",),  # engines, models, question sets, the collection jobs and their store
     ("trajectories", "stats", "view"),  # analyses: trajectories sample through generate's engines
+    ("validity",),  # Thought Graphs against annotated traces: runs the pipeline, scores with stats.agreement
     ("stages",),  # the rule bodies: they run the analyses and write the per-unit files
     ("study",),  # a whole study: the planner, its checks, the results snapshot (which re-runs rule bodies)
     ("cli",),
