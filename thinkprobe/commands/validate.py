@@ -26,8 +26,9 @@ def add_parser(sub) -> argparse.ArgumentParser:
     va.add_argument("--seed", type=int, default=0, help="seed of the random sets (default 0)")
     va.add_argument("--limit", type=int, default=None, metavar="N", help="first N traces of each path only")
     va.add_argument("--out", metavar="DIR", help="write summary.json and traces.csv (one row per trace, exclusions with their reason)")
-    va.add_argument("--page", metavar="FILE", help="write the run's Markdown page")
-    va.add_argument("--title", default="Validity run", help="the page's title")
+    va.add_argument("--page", metavar="FILE", help="write the run's Markdown page (a page holding the markers of "
+                                                   "thinkprobe.validity.page keeps its text: the run goes between them)")
+    va.add_argument("--title", default=None, help="the page's title (default: Validity run)")
     add_params_options(va)
     va.set_defaults(func=run)
     return va
@@ -58,7 +59,7 @@ def run(args: argparse.Namespace) -> int:
         write_json(out / "summary.json", result.summary)
         atomic_write_text(out / "traces.csv", pd.DataFrame(result.rows).to_csv(index=False))
     if args.page:
-        atomic_write_text(args.page, page.render(result.summary, args.title, args.out, args.page))
+        page.write(args.page, result.summary, args.title, args.out)
     s = result.summary
     print(json.dumps({"traces": s["n_traces"], "compared": s["n_compared"], "excluded": s["exclusions"],
                       "boundary_f1": s["boundaries"]["f1"]["mean"], "pk": s["boundaries"]["pk"]["mean"],

@@ -70,7 +70,8 @@ def read(path: Path) -> Iterator[AnnotatedTrace | Skipped]:
         raise ValueError(f"{path}: expected a JSON list of records (thinking_process, annotated_response)")
     model = _model(Path(path))
     for i, rec in enumerate(records):
-        tid, src = f"{model}/{i}", f"{path}:{i}"
+        row = rec.get("record", i) if isinstance(rec, Mapping) else i  # a file cut from a corpus file keeps its row
+        tid, src = f"{model}/{row}", f"{path}:{i}"
         text = rec.get("thinking_process") if isinstance(rec, Mapping) else None
         ann = rec.get("annotated_response") if isinstance(rec, Mapping) else None
         if not isinstance(text, str) or not text.strip():
