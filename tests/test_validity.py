@@ -213,3 +213,24 @@ def test_a_page_with_markers_keeps_its_text(tmp_path):
     text = page.write(p, summary, None, "x")
     assert text.startswith("# Mine\n\nprose\n\n") and text.endswith(f"{page.END}\n\nafter\n")
     assert "old" not in text and page.block(text) == page.render(summary, None, "x", str(p))
+
+
+@pytest.mark.fast
+def test_the_command_writes_its_table_summary_and_page(tmp_path, capsys):
+    from thinkprobe.cli import main
+
+    out, pg = tmp_path / "run", tmp_path / "page.md"
+    rc = main(["validate", "--format", "step_labels", "--mapping", str(MAPPINGS / "step_labels.yaml"),
+               "--out", str(out), "--page", str(pg), "--draws", "10", str(STEPS)])
+    assert rc == 0
+    printed = json.loads(capsys.readouterr().out)
+    assert printed["traces"] == 3 and printed["compared"] == 2
+    rows = (out / "traces.csv").read_text().splitlines()
+    assert len(rows) == 4 and sum("excluded" in r for r in rows) == 1
+    assert json.loads((out / "summary.json").read_text())["n_compared"] == 2
+    assert pg.read_text().startswith("# Validity run") and "--page " + str(pg) in pg.read_text()
+    # an unmapped label in the mapping stops the command with one line naming it
+    bad = tmp_path / "m.yaml"
+    bad.write_text((MAPPINGS / "step_labels.yaml").read_text().replace("  deduction: SPC", ""))
+    assert main(["validate", "--format", "step_labels", "--mapping", str(bad), str(STEPS)]) == 2
+    assert "left unmapped: deduction" in capsys.readouterr().err
