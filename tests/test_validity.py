@@ -209,10 +209,10 @@ def test_the_validity_page_is_generated_from_its_committed_run():
 def test_a_page_with_markers_keeps_its_text(tmp_path):
     summary = json.loads((ROOT / DOCS_RUN / "summary.json").read_text())
     p = tmp_path / "p.md"
-    p.write_text(f"# Mine\n\nprose\n\n{page.BEGIN}\nold\n{page.END}\n\nafter\n")
+    p.write_text(f"# Mine\n\nprose\n\n{page.BEGIN}\nSTALE-RUN\n{page.END}\n\nafter\n")
     text = page.write(p, summary, None, "x")
     assert text.startswith("# Mine\n\nprose\n\n") and text.endswith(f"{page.END}\n\nafter\n")
-    assert "old" not in text and page.block(text) == page.render(summary, None, "x", str(p))
+    assert "STALE-RUN" not in text and page.block(text) == page.render(summary, None, "x", str(p))
 
 
 @pytest.mark.fast
