@@ -111,8 +111,9 @@ def validate_rows(corpus: Path, limit: int | None, params: Params, pipeline_s: f
     loaded = load_encoder(params.encoder)
     fresh = Encoder(loaded.backend, loaded.encoder_id)  # same weights, empty cache: nothing pre-encoded
     t0 = time.perf_counter()
+    per_file = max(1, limit // len(files)) if limit else None  # --limit N: N traces in all, spread over the files
     s = validate("step_labels", files, mapping.load(REPO / "config" / "validity" / "step_labels.yaml"), params,
-                 fresh, limit=limit).summary
+                 fresh, limit=per_file).summary
     wall = time.perf_counter() - t0
     return [
         ("validate: traces", f"{s['n_traces']} ({s['n_compared']} compared, {s['n_excluded']} excluded)"),
