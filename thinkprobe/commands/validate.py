@@ -6,6 +6,7 @@ import argparse
 import json
 from pathlib import Path
 
+from ..validity import DRAWS, SEED, TOLERANCE
 from .common import add_params_options, analysis_params, out_dir
 
 
@@ -15,15 +16,18 @@ def add_parser(sub) -> argparse.ArgumentParser:
                                     "text and reports boundary agreement, node-type agreement under a mapping "
                                     "file declared beforehand, edge precision/recall per type and, where the "
                                     "annotation carries a per-unit outcome measure, whether boundaries and node "
-                                    "types pick out the units that move it. Formats: reasoningflow, "
-                                    "thought_anchors, step_labels (docs/validity.md).")
+                                    "types pick out the units that move it. The formats and the mapping "
+                                    "files: docs/validity.md.")
     va.add_argument("paths", nargs="+", metavar="PATH", help="annotated files or folders in the chosen format")
-    va.add_argument("--format", required=True, metavar="NAME", help="annotation format (reasoningflow, thought_anchors, step_labels)")
+    va.add_argument("--format", required=True, metavar="NAME", help="annotation format (a member of thinkprobe/validity/formats; an unknown name is "
+                         "an error listing the known ones)")
     va.add_argument("--mapping", required=True, metavar="YAML",
                     help="the label -> node/edge type mapping, declared beforehand (e.g. config/validity/<format>.yaml)")
-    va.add_argument("--tolerance", type=int, default=2, metavar="T", help="boundary match window in sentences (default 2, the paper's)")
-    va.add_argument("--draws", type=int, default=1000, metavar="N", help="random position-matched sets per scored set (default 1000)")
-    va.add_argument("--seed", type=int, default=0, help="seed of the random sets (default 0)")
+    va.add_argument("--tolerance", type=int, default=TOLERANCE, metavar="T",
+                    help=f"boundary match window in sentences (default {TOLERANCE}, the paper's)")
+    va.add_argument("--draws", type=int, default=DRAWS, metavar="N",
+                    help=f"random position-matched sets per scored set (default {DRAWS})")
+    va.add_argument("--seed", type=int, default=SEED, help=f"seed of the random sets (default {SEED})")
     va.add_argument("--limit", type=int, default=None, metavar="N", help="first N traces of each path only")
     va.add_argument("--out", metavar="DIR", help="write summary.json and traces.csv (one row per trace, exclusions with their reason)")
     va.add_argument("--page", metavar="FILE", help="write the run's Markdown page (a page holding the markers of "

@@ -13,3 +13,9 @@ measures the rest on published annotation formats, one reader per format (:mod:`
 - :mod:`.run`: a whole annotated set through the pipeline, the per-trace exclusions, the pooled summary;
 - :mod:`.page`: the Markdown page of one run.
 """
+
+#: The defaults of ``thinkprobe validate`` and :func:`thinkprobe.validity.run.validate` (one home; this module
+#: imports nothing, so the command line reads them without loading the analysis).
+TOLERANCE = 2  # boundary match window in sentences: the paper's primary metric is F1 at +-2 (App. H.2)
+DRAWS = 1000  # random position-matched sets per scored set (the outcome analysis)
+SEED = 0

@@ -19,7 +19,7 @@ from ..graph import NODE_TYPES
 from ..pipeline import analyze
 from ..stats.agreement import SCORES
 from ..traces import Trace
-from . import formats
+from . import DRAWS, SEED, TOLERANCE, formats
 from .annotation import AnnotatedTrace, Skipped
 from .compare import cohen_kappa, outcome_draws, score_trace
 from .mapping import Mapping, outside
@@ -41,7 +41,7 @@ def _rate(num: float, den: float) -> float:
 
 
 def validate(fmt_name: str, paths: Iterable[str | Path], mapping: Mapping, params: Any, encoder: Any, *,
-             tolerance: int = 2, draws: int = 1000, seed: int = 0, limit: int | None = None) -> Validation:
+             tolerance: int = TOLERANCE, draws: int = DRAWS, seed: int = SEED, limit: int | None = None) -> Validation:
     """Compare the annotated traces in ``paths`` (format ``fmt_name``) with their Thought Graphs.
 
     ``limit``: the first ``limit`` traces of each path only. ``draws`` random position-matched sets per
