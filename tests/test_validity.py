@@ -83,6 +83,19 @@ def test_reasoningflow_reader_keeps_response_nodes_and_their_edges(tmp_path):
 
 
 @pytest.mark.fast
+def test_a_broken_file_is_an_exclusion_of_each_reader(tmp_path):
+    (tmp_path / "rf").mkdir()
+    (tmp_path / "rf" / "x.json").write_text("{not json")
+    (tmp_path / "ta" / "p1").mkdir(parents=True)
+    (tmp_path / "ta" / "p1" / "chunks_labeled.json").write_text('[{"chunk": "A.", "chunk_idx": "one"}]')
+    (tmp_path / "steps.json").write_text('{"a": 1}')
+    got = [next(iter(formats.get(f).read(p))) for f, p in [
+        ("reasoningflow", tmp_path / "rf"), ("thought_anchors", tmp_path / "ta"), ("step_labels", tmp_path / "steps.json")]]
+    assert [g.reason.split(":")[0].split(" (")[0] for g in got] == [
+        "unreadable", "a chunk_idx that is not an integer", "not a JSON list of records"]
+
+
+@pytest.mark.fast
 def test_check_offsets_names_the_unit():
     t = AnnotatedTrace("t", "abc def", [Unit(0, 3, "x"), Unit(2, 9, "y")])
     assert check_offsets(t) == "unit 1: offsets 2..9 outside the text of 7 characters"

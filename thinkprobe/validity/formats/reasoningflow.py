@@ -30,7 +30,7 @@ def _one(path: Path) -> AnnotatedTrace | Skipped:
     src = str(path)
     try:
         doc = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, json.JSONDecodeError) as exc:
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
         return Skipped(path.stem, f"unreadable: {exc}", src)
     tid = str(doc.get("doc_id") or path.stem) if isinstance(doc, dict) else path.stem
     text = (doc.get("raw_text") or {}).get("response") if isinstance(doc, dict) else None

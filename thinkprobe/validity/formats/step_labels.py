@@ -65,10 +65,15 @@ def _model(path: Path) -> str:
 
 
 def read(path: Path) -> Iterator[AnnotatedTrace | Skipped]:
-    records = json.loads(Path(path).read_text(encoding="utf-8"))
-    if not isinstance(records, list):
-        raise ValueError(f"{path}: expected a JSON list of records (thinking_process, annotated_response)")
     model = _model(Path(path))
+    try:
+        records = json.loads(Path(path).read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        yield Skipped(model, f"unreadable: {exc}", str(path))
+        return
+    if not isinstance(records, list):
+        yield Skipped(model, "not a JSON list of records (thinking_process, annotated_response)", str(path))
+        return
     for i, rec in enumerate(records):
         row = rec.get("record", i) if isinstance(rec, Mapping) else i  # a file cut from a corpus file keeps its row
         tid, src = f"{model}/{row}", f"{path}:{i}"

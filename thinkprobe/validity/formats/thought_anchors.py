@@ -44,17 +44,24 @@ def _one(folder: Path) -> AnnotatedTrace | Skipped:
     tid, src = folder.name, str(folder / "chunks_labeled.json")
     try:
         chunks = json.loads((folder / "chunks_labeled.json").read_text(encoding="utf-8"))
-    except (OSError, json.JSONDecodeError) as exc:
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
         return Skipped(tid, f"chunks_labeled.json unreadable: {exc}", src)
     if not isinstance(chunks, list) or not chunks:
         return Skipped(tid, "no annotations (chunks_labeled.json holds no chunk)", src)
     if not all(isinstance(c, dict) and isinstance(c.get("chunk"), str) for c in chunks):
         return Skipped(tid, "a chunk without its text (every entry needs a 'chunk' string)", src)
-    chunks = sorted(chunks, key=lambda c: int(c.get("chunk_idx", 0)))
+    try:
+        chunks = sorted(chunks, key=lambda c: int(c.get("chunk_idx", 0)))
+    except (TypeError, ValueError) as exc:
+        return Skipped(tid, f"a chunk_idx that is not an integer ({exc})", src)
     base = folder / "base_solution.json"
     text = None
     if base.is_file():
-        text = json.loads(base.read_text(encoding="utf-8")).get("solution")
+        try:
+            solution = json.loads(base.read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+            return Skipped(tid, f"base_solution.json unreadable: {exc}", str(base))
+        text = solution.get("solution") if isinstance(solution, dict) else None
     if not isinstance(text, str):
         text = " ".join(c["chunk"].strip() for c in chunks)
     starts = locate(text, [c["chunk"] for c in chunks])
