@@ -51,7 +51,8 @@ def _one(folder: Path) -> AnnotatedTrace | Skipped:
     if not all(isinstance(c, dict) and isinstance(c.get("chunk"), str) for c in chunks):
         return Skipped(tid, "a chunk without its text (every entry needs a 'chunk' string)", src)
     try:
-        chunks = sorted(chunks, key=lambda c: int(c.get("chunk_idx", 0)))
+        if all("chunk_idx" in c for c in chunks):  # else the file's order is the chunks' order
+            chunks = sorted(chunks, key=lambda c: int(c["chunk_idx"]))
     except (TypeError, ValueError) as exc:
         return Skipped(tid, f"a chunk_idx that is not an integer ({exc})", src)
     base = folder / "base_solution.json"
