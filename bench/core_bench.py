@@ -3,7 +3,10 @@
 Prints one table: end-to-end throughput, time per layer, peak memory, and the encoder-only bound measured
 in the same run (a fresh encoder encoding exactly the texts the pipeline encoded, in one batch).
 
-    .venv/bin/python bench/core_bench.py [--corpus ../shared/corpus] [--limit N] [--chunk-size 64]
+    .venv/bin/python bench/core_bench.py [--corpus ../shared/corpus] [--limit N] [--chunk-size 64] [--validate]
+
+``--validate`` adds ``thinkprobe validate``'s time on the same corpus set (the LLM step labels of the five
+R1-distill models, ``config/validity/step_labels.yaml``), with a fresh encoder, beside the pipeline's.
 
 Targets (issue "thinkprobe core"): throughput >= 0.8 x the encoder-only bound; peak memory <= 2 GB.
 """
@@ -52,6 +55,7 @@ def main() -> None:
     ap.add_argument("--corpus", type=Path, default=REPO.parent / "shared" / "corpus")
     ap.add_argument("--limit", type=int)
     ap.add_argument("--chunk-size", type=int, default=64)
+    ap.add_argument("--validate", action="store_true", help="also time thinkprobe validate on the step labels")
     args = ap.parse_args()
 
     traces = load_traces(args.corpus, args.limit)
@@ -91,7 +95,32 @@ def main() -> None:
         ("peak RSS after pipeline (MB)", f"{rss_pipeline:.0f}"),
         ("peak RSS overall (MB, target <= 2048)", f"{peak_rss_mb():.0f}"),
     ]
+    if args.validate:
+        rows += validate_rows(args.corpus, args.limit, params, pipeline_s)
     print_table(rows)
+
+
+def validate_rows(corpus: Path, limit: int | None, params: Params, pipeline_s: float) -> list[tuple[str, str]]:
+    """``thinkprobe validate`` (reading, mapping, the pipeline, the scores) on the corpus's step labels."""
+    from thinkprobe.encoder import Encoder
+    from thinkprobe.validity import mapping
+    from thinkprobe.validity.run import validate
+
+    folder = corpus / "steering-thinking-llms" / "compare-base-reasoning" / "results" / "vars"
+    files = sorted(folder.glob("reasoning_comparison_deepseek-r1-distill-*.json"))
+    loaded = load_encoder(params.encoder)
+    fresh = Encoder(loaded.backend, loaded.encoder_id)  # same weights, empty cache: nothing pre-encoded
+    t0 = time.perf_counter()
+    per_file = max(1, limit // len(files)) if limit else None  # --limit N: N traces in all, spread over the files
+    s = validate("step_labels", files, mapping.load(REPO / "config" / "validity" / "step_labels.yaml"), params,
+                 fresh, limit=per_file).summary
+    wall = time.perf_counter() - t0
+    return [
+        ("validate: traces", f"{s['n_traces']} ({s['n_compared']} compared, {s['n_excluded']} excluded)"),
+        ("validate: wall (s)", f"{wall:.2f}"),
+        ("validate: traces/s", f"{s['n_traces'] / wall:.2f}"),
+        ("validate wall / pipeline wall", f"{wall / pipeline_s:.2f}"),
+    ]
 
 
 if __name__ == "__main__":

@@ -9,7 +9,7 @@ that is a module, else at ``x``; importing a submodule is not counted as importi
 ``__init__`` (every package that re-exports its modules would otherwise be a circle).
 
 The layers (docs/development.md, "Layers and imports"), lowest first: the core modules (``thinkprobe/*.py``),
-``generate``, the analyses (``trajectories``, ``stats``, ``view``), the rule bodies (``stages``), the study
+``generate``, the analyses (``trajectories``, ``stats``, ``view``), ``validity``, the rule bodies (``stages``), the study
 (``study``) and the command line (``cli.py``, ``commands/``): :data:`LAYERS`. A module imports modules of its
 own package, or of a package of a lower layer; two packages of one layer import nothing of each other; so the
 packages' own import graph has no circle either. A module whose file cannot move to the package it belongs
@@ -33,6 +33,7 @@ LAYERS = (
     ("core",),  # traces, units, outputs, params, config, pipeline, graph, metrics, ...: no engine, no rule
     ("generate",),  # engines, models, question sets, the collection jobs and their store
     ("trajectories", "stats", "view"),  # analyses: trajectories sample through generate's engines
+    ("validity",),  # Thought Graphs against annotated traces: runs the pipeline, scores with stats.agreement
     ("stages",),  # the rule bodies: they run the analyses and write the per-unit files
     ("study",),  # a whole study: the planner, its checks, the results snapshot (which re-runs rule bodies)
     ("cli",),
