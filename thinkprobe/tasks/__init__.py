@@ -1,0 +1,119 @@
+"""The answer tasks: one file per task, each declaring what belongs to its answer format.
+
+A task (``thinkprobe/tasks/<task>.py``) says, in one place: the answer format the prompt asks for (the
+``native`` sentence and the ``cot`` closing words of :mod:`thinkprobe.generate.prompts`), how a final answer
+is extracted from a generated text and made canonical (so that equivalent answers share a label, the
+trajectory paper's deterministic parser with a null category, its App. A.1), the planner's prior on the
+reasoning length of a native reasoner's trace, and the question-set loader whose records it reads
+(:data:`thinkprobe.generate.questions.SOURCES`). The schema's task enums (``x-enum-from``) and the planner's
+token priors (``x-default-from``) are generated from this registry (:mod:`thinkprobe.config`), the prompts and
+the parser (:mod:`thinkprobe.trajectories.parsing`) read it, and an unknown task is an error naming the known
+ones. The forced-answer cues stay in :mod:`thinkprobe.trajectories.forced`: they are part of the sampling
+code whose hash keys every stored continuation (docs/sampling-store.md), see docs/adding-a-task.md.
+
+The registry follows the project's layout (DESIGN.md section 2): a dict filled by :func:`register`,
+:func:`get` raising an error that names the known members, :func:`names`. This package sits just above the
+core modules (``tests/test_import_graph.py``): it imports only them, so the question loaders and the
+trajectory labeller can both use it.
+"""
+
+from __future__ import annotations
+
+import importlib
+import pkgutil
+from dataclasses import dataclass
+from typing import Callable, Sequence
+
+#: A question's lettered options: ``(("A", "ice"), ("B", "steam"), ...)`` (None: the item has none).
+Choices = Sequence[tuple[str, str]] | None
+#: ``extract(text, strict, choices) -> label or None``: the canonical label of a generated answer.
+Extractor = Callable[[str, bool, Choices], "str | None"]
+
+
+class UnknownTask(ValueError):
+    """A task name that no file of :mod:`thinkprobe.tasks` registers."""
+
+
+@dataclass(frozen=True)
+class Task:
+    """One answer task (see the module docstring).
+
+    ``extract`` is None for questions whose answer is never labelled (``open``). ``choices`` says that the
+    task's items carry lettered options (shown in the prompt, passed to ``extract``). ``trace_tokens`` is
+    the planner's prior on a native reasoner's reasoning tokens per trace (``planning.trace_tokens_prior``;
+    ours, docs/planning.md), replaced by observed lengths once traces exist.
+    """
+
+    name: str
+    answer_format: str
+    cot_final: str
+    trace_tokens: int
+    source: str
+    extract: Extractor | None = None
+    choices: bool = False
+
+    @property
+    def discrete(self) -> bool:
+        """Whether answers of this task get a discrete label (the trajectory paper's answer space)."""
+        return self.extract is not None
+
+
+_REGISTRY: dict[str, Task] = {}
+_LOADED = False
+
+
+def register(task: Task) -> Task:
+    """Add ``task`` to the registry (a task file calls it at import); a second task of one name is refused."""
+    if task.name in _REGISTRY and _REGISTRY[task.name] is not task:
+        raise ValueError(f"task {task.name!r} is registered twice")
+    _REGISTRY[task.name] = task
+    return task
+
+
+def _load() -> None:
+    global _LOADED
+    if not _LOADED:
+        for info in sorted(pkgutil.iter_modules(__path__), key=lambda i: i.name):
+            if not info.name.startswith("_"):
+                importlib.import_module(f"{__name__}.{info.name}")
+        _LOADED = True
+
+
+def get(name: str) -> Task:
+    """The task called ``name``; an unknown name raises :class:`UnknownTask` naming the known ones.
+
+    >>> get("gsm8k").name
+    'gsm8k'
+    >>> get("mmlu")
+    Traceback (most recent call last):
+    ...
+    thinkprobe.tasks.UnknownTask: unknown task 'mmlu': known tasks are arc, choice, gsm8k, math, open, svamp
+    """
+    _load()
+    if name not in _REGISTRY:
+        raise UnknownTask(f"unknown task {name!r}: known tasks are {', '.join(sorted(_REGISTRY))}")
+    return _REGISTRY[name]
+
+
+def names() -> list[str]:
+    """Every task, sorted (the schema's enum of a question's task)."""
+    _load()
+    return sorted(_REGISTRY)
+
+
+def answer_names() -> list[str]:
+    """The tasks whose answers get a discrete label (the schema's enum of the forced-answer cues)."""
+    return [n for n in names() if _REGISTRY[n].discrete]
+
+
+def token_priors() -> dict[str, int]:
+    """The planner's prior reasoning tokens per task (the schema's default of ``planning.trace_tokens_prior``)."""
+    return {n: get(n).trace_tokens for n in names()}
+
+
+def label(text: str, task: str, strict: bool = False, choices: Choices = None) -> str | None:
+    """The canonical label of ``text`` under ``task`` (None: the null label); a task without labels raises."""
+    t = get(task)
+    if t.extract is None:
+        raise UnknownTask(f"task {task!r} has no answer labels: labelled tasks are {', '.join(answer_names())}")
+    return t.extract(text, strict, choices)
