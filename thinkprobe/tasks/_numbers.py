@@ -124,6 +124,17 @@ def _first_number(fragment: str) -> str | None:
     return canonical_number(m.group(1))
 
 
+_STATED = re.compile(r"\b(?:is|are|was|equals|comes\s+to)\s+(?:approximately\s+|about\s+|exactly\s+|roughly\s+)?")
+
+
+def _stated_number(sentence: str) -> str | None:
+    """The number after the first "is"/"equals" of the sentence that follows an answer anchor, when the anchor
+    is followed by prose rather than a number ("**Answer:** The smallest product is 31,943,257, ...")."""
+    sentence = re.split(r"(?<=[.!?])\s|\n", sentence, maxsplit=1)[0]
+    m = _STATED.search(sentence)
+    return _first_number(sentence[m.end():]) if m else None
+
+
 def parse_number_answer(text: str, *, strict: bool = False) -> str | None:
     """The final number of a GSM8K/SVAMP answer, canonical (see :mod:`thinkprobe.trajectories.parsing`).
 
@@ -147,6 +158,8 @@ def parse_number_answer(text: str, *, strict: bool = False) -> str | None:
     for pattern in _ANSWER_ANCHORS[1:]:
         for m in re.finditer(pattern, text, flags=re.IGNORECASE):
             value = _first_number(text[m.end():m.end() + 80])
+            if value is None:  # "**Answer:** The probability is 2/5525, or about 0.04%": the number it states
+                value = _stated_number(text[m.end():m.end() + 160])
             if value is not None:
                 candidates.append((m.start(), value))
     if candidates:
