@@ -71,6 +71,9 @@ def register(task: Task) -> Task:
 
 
 def _load() -> None:
+    """Import every task file (a file of this folder whose name has no leading ``_``). The explicit import at
+    the end of this module names them too, so that the code hashes (:mod:`thinkprobe.codedeps`) see every
+    task's extraction; a file missing from it is still loaded here, and a test says it is missing."""
     global _LOADED
     if not _LOADED:
         for info in sorted(pkgutil.iter_modules(__path__), key=lambda i: i.name):
@@ -117,3 +120,6 @@ def label(text: str, task: str, strict: bool = False, choices: Choices = None) -
     if t.extract is None:
         raise UnknownTask(f"task {task!r} has no answer labels: labelled tasks are {', '.join(answer_names())}")
     return t.extract(text, strict, choices)
+
+
+from . import arc, choice, gsm8k, math, open, svamp  # noqa: E402,F401 - every task file (see _load)

@@ -81,7 +81,7 @@ from __future__ import annotations
 from functools import lru_cache
 from typing import Sequence
 
-from .. import tasks as _tasks
+from ..tasks import UnknownTask, answer_names, get, names  # noqa: F401
 from ..answers import last_boxed  # noqa: F401 - re-exported: the gold reader
 from ..tasks._choices import parse_choice_answer  # noqa: F401 - re-exported
 from ..tasks._math import extract_math_answer, parse_math_answer  # noqa: F401 - re-exported
@@ -91,7 +91,7 @@ from ..tasks._text import FINAL_TAIL_CHARS, MAX_ANSWER_CHARS  # noqa: F401 - re-
 
 def __getattr__(name: str):
     if name == "TASKS":  # the labelled tasks, from the registry (read when asked: the registry loads lazily)
-        return tuple(_tasks.answer_names())
+        return tuple(answer_names())
     raise AttributeError(name)
 
 
@@ -131,10 +131,10 @@ def parse_answer(text: str | None, task: str, *, strict: bool = False,
     >>> parse_answer("so $x = \\\\boxed{\\\\dfrac12}$", "math") == parse_answer("0.5", "math") == "\\\\frac{1}{2}"
     True
     """
-    t = _tasks.get(task)
+    t = get(task)
     if t.extract is None:
-        raise _tasks.UnknownTask(f"task {task!r} has no answer labels: labelled tasks are "
-                                 f"{', '.join(_tasks.answer_names())}")
+        raise UnknownTask(f"task {task!r} has no answer labels: labelled tasks are "
+                                 f"{', '.join(answer_names())}")
     if text is None:
         return None
     if not isinstance(text, str):
@@ -151,7 +151,7 @@ CACHE_MAX_CHARS = 4096
 
 
 def _parse(text: str, task: str, strict: bool, choices) -> str | None:
-    return _tasks.get(task).extract(text, strict, choices)
+    return get(task).extract(text, strict, choices)
 
 
 _parse_cached = lru_cache(maxsize=8192)(_parse)
