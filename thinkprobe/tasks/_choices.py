@@ -10,7 +10,8 @@ revision, "so actually it is C", beats an earlier "the correct answer is B"):
   answer is (B)", "Answer: **C**", "the closest option is D", "corresponds to **B**", "I'll go with C",
   "**Final Answer**\\n\\n**B. text**";
 * "option/choice/answer X" in every position: "Option B is correct", "choice **(C)** is the right one",
-  "B is the correct answer", "(C) is correct";
+  "B is the correct answer", "(C) is correct", "(A) seems to fit best", "option B seems the best fit", "the best
+  answer is probably D", "the only option left is (D)", "making option A the best choice", "leading to (D).";
 * a final line that is an emphasised key (``**C**``, ``**(C)** text``, ``*C*``, ``__C__``), or a final
   parenthesised key closing the text ("... which matches (C).");
 * a one-line answer that starts with a key (``B``, ``(B)``, ``B.``, ``B) text``);
@@ -38,9 +39,11 @@ _EMPH_OPEN = r"(?:\*\*|\*|__|_)?"
 _KEY = (r"(?:(?:the\s+)?(?:option|choice|answer|letter)\s*:?\s*)?" + _EMPH_OPEN + r"\s*[(\[]?\s*" + _EMPH_OPEN
         + r"\s*([A-Ja-j1-9])\s*" + r"(?:\*\*|\*|__|_)?\s*[)\]]?" + r"(?:\*\*|\*|__|_)?")
 _KEY_END = r"(?![A-Za-z0-9]|\.\d|,\d|\s*%|'s)"
+_ADVERB = r"(?:(?:probably|likely|clearly|definitely|most\s+likely|indeed|then|still|actually)\s+)?"
 _CUE = (r"(?:(?:correct|right|best|final|most\s+(?:likely|appropriate|accurate)|only\s+(?:correct|valid))\s+)?"
-        r"(?:answer|option|choice|response|selection)(?:\s+choice)?(?:\s+(?:here|then|therefore|thus))?\s*"
-        r"(?:is|would\s+be|should\s+be|must\s+be|will\s+be|seems\s+to\s+be|appears\s+to\s+be|remains|=|:|-)\s*:?"
+        r"(?:answer|option|choice|response|selection)(?:\s+choice)?(?:\s+(?:here|then|therefore|thus|left|remaining))?\s*"
+        r"(?:is|would\s+be|should\s+be|must\s+be|will\s+be|seems\s+to\s+be|appears\s+to\s+be|remains|=|:|-)\s*:?\s*"
+        + _ADVERB +
         r"|\b(?:closest|best|correct|right)\s+(?:option|choice|match|fit|answer)\s+(?:is|would\s+be|here\s+is)\s*:?"
         r"|\b(?:corresponds?|corresponding|matches|aligns?|points?)\s+(?:best\s+|most\s+closely\s+)?(?:to|with)\s+"
         r"(?:the\s+)?(?:option\s+|choice\s+|answer\s+)?"
@@ -58,8 +61,15 @@ _BOXED = re.compile(r"\\boxed\s*\{\s*" + _WRAP + r"(?:(?:option|choice|answer)\s
 _CUED = re.compile(r"(?i:" + _CUE + r")\s*(?:\\\(|\$)?\s*(?:\\boxed\{)?\s*(?:\n\s*)?" + _KEY + _KEY_END)
 _IS_CORRECT = re.compile(
     r"(?:^|(?<=[\s*(\[:,]))(?:(?i:option|choice|answer)\s+)?" + _EMPH_OPEN + r"\(?\s*" + _EMPH_OPEN
-    + r"([A-J1-9])" + r"\s*(?:\*\*|\*|__|_)?\s*\)?(?:\*\*|\*|__|_)?\s+(?i:is|would\s+be|seems|remains)\s+(?i:the\s+)?"
-    r"(?i:(?:most\s+)?(?:correct|right|best|accurate|appropriate|true|answer))\b")
+    + r"([A-J1-9])" + r"\s*(?:\*\*|\*|__|_)?\s*\)?(?:\*\*|\*|__|_)?\s+"
+    r"(?i:is|would\s+be|seems(?:\s+to\s+be)?|appears(?:\s+to\s+be)?|remains|seems\s+to\s+fit|fits|makes)\s+(?i:the\s+)?"
+    r"(?i:(?:most\s+|more\s+)?(?:correct|right|best|accurate|appropriate|plausible|reasonable|true|answer|fit|sense)|best)\b")
+#: "making option A the best choice", "which makes B the correct answer", "That would make (D) the answer",
+#: "leading to (D)."
+_MAKES = re.compile(r"\b(?i:making|makes|make|leading\s+to|leads\s+to)\s+(?i:option\s+|choice\s+)?" + _EMPH_OPEN
+                    + r"\(?\s*([A-J1-9])\s*\)?(?:\*\*|\*|__|_)?"
+                    r"(?=\s+(?i:the\s+(?:(?:most|only)\s+)?(?:best|correct|right|accurate|answer|appropriate|likely))"
+                    r"|\s*[.!]\s*$|\s*[.!]\s)")
 _OPTION_WORD = re.compile(r"\b(?i:option|choice)\s+" + _EMPH_OPEN + r"\(?\s*([A-J1-9])\s*\)?(?:\*\*|\*|__|_)?"
                           + _KEY_END + r"(?=\s*(?:is|would|seems|fits|matches|describes|best|\.|$|,|:|\)))")
 _EMPH_LINE = re.compile(
@@ -80,9 +90,10 @@ def _norm_key(key: str, keys: Sequence[str]) -> str | None:
     return k if k in keys else None
 
 
-def _committed(text: str, start: int, end: int) -> bool:
-    """Whether the statement at text[start:end] is asserted, not hedged, asked or negated."""
-    sentence_start = max(text.rfind(c, 0, start) for c in ".!?\n") + 1
+def _committed(text: str, start: int, end: int, clause: bool = False) -> bool:
+    """Whether the statement at text[start:end] is asserted, not hedged, asked or negated (``clause``: only
+    the words since the last comma count, for a consequence such as "..., leading to (D)")."""
+    sentence_start = max(text.rfind(c, 0, start) for c in ".!?\n" + ("," if clause else "")) + 1
     before = text[sentence_start:start]
     if _HEDGE.search(before):
         return False
@@ -132,9 +143,9 @@ def parse_choice_answer(text: str, choices: Sequence[tuple[str, str]] | None = N
 
     for m in _BOXED.finditer(tail):
         add(m.start(), m.group(1))
-    for rx in (_CUED, _IS_CORRECT, _OPTION_WORD):
+    for rx in (_CUED, _IS_CORRECT, _OPTION_WORD, _MAKES):
         for m in rx.finditer(tail):
-            if _committed(tail, m.start(), m.end()):
+            if _committed(tail, m.start(), m.end(), clause=rx is _MAKES):
                 add(m.start(), m.group(1), m)
     if choices:
         for pos, key in _option_text_key(tail, choices, keys):

@@ -28,7 +28,7 @@ _ANSWER_ANCHORS = [
     r"\*\*\s*(?:final\s+)?answer\s*:?\s*\*\*\s*:?\s*",
 ]
 #: An arithmetic expression closed by its result: ``7 + 5 = 12``, ``3 \\times 4 = 12``, ``$20 - 8 = $12``.
-_OPERAND = r"[$(]*\s*\d[\d,.]*\s*\)*"
+_OPERAND = r"[$(]*\s*\d[\d,.]*!?\s*\)*"
 _OPERATOR = r"(?:[-+*/x×÷^]|\\times|\\cdot|\\div)"
 _EXPRESSION = re.compile(r"\s*(?:\\\$|\$)?\s*" + _OPERAND + r"(?:\s*(?:\\\$|\$)?\s*" + _OPERATOR + r"\s*(?:\\\$|\$)?\s*"
                          + _OPERAND + r")+\s*=\s*(?:\\\$|\$)?\s*(?=[-\d.])")
@@ -150,21 +150,23 @@ def parse_number_answer(text: str, *, strict: bool = False) -> str | None:
         if value is not None:
             return value
     boxed = last_boxed(text)
+    boxed_at = -1
     if boxed is not None:
         value = _first_number(join_thousands(boxed, spaces=True))
         if value is not None:
             return value
+        boxed_at = text.rfind("\\boxed")  # a boxed answer that is no number: only a later statement may decide
     candidates = []
     for pattern in _ANSWER_ANCHORS[1:]:
         for m in re.finditer(pattern, text, flags=re.IGNORECASE):
             value = _first_number(text[m.end():m.end() + 80])
             if value is None:  # "**Answer:** The probability is 2/5525, or about 0.04%": the number it states
                 value = _stated_number(text[m.end():m.end() + 160])
-            if value is not None:
+            if value is not None and m.start() > boxed_at:
                 candidates.append((m.start(), value))
     if candidates:
         return max(candidates)[1]
-    if strict:
+    if strict or boxed_at >= 0:  # \boxed{\dfrac{48}{52 \times 51}}: the answer is stated, and it is no number
         return None
     numbers = [m.group(0) for m in _NUMBER_RE.finditer(join_thousands(text).replace("\\$", "$"))]
     for token in reversed(numbers):
