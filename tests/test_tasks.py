@@ -114,3 +114,32 @@ def test_an_extraction_edit_schedules_labelling_and_no_sampling(tmp_path):
     assert before["traj_label"] != after["traj_label"], "the labelling job would not rerun"
     assert before["sample_off"] == after["sample_off"], "the sampling job would resample"
     assert before["sample_on"] != after["sample_on"]
+
+
+def test_a_choice_list_with_a_missing_or_repeated_letter_is_excluded_with_the_reason(tmp_path):
+    import json
+
+    from thinkprobe.generate.questions import read_question_set
+
+    items = [{"id": "ok", "question": "q?", "label": ["A", "B", "C", "D"], "A": "a", "B": "b", "C": "c", "D": "d",
+              "answer": "B"},
+             {"id": "gap", "question": "q?", "label": ["A", "B", "D"], "A": "a", "B": "b", "D": "d", "answer": "B"},
+             {"id": "twice", "question": "q?", "label": ["A", "B", "B"], "A": "a", "B": "b", "answer": "A"}]
+    path = tmp_path / "mc.json"
+    path.write_text(json.dumps(items))
+    qs = read_question_set({"source": "choice", "path": str(path)})
+    assert [q.id for q in qs.questions] == ["choice-ok"] and qs.questions[0].task == "choice"
+    reasons = sorted(s.reason for s in qs.skipped)
+    assert len(reasons) == 2
+    assert "a letter is missing" in reasons[0] and "['A', 'B', 'D']" in reasons[0]
+    assert "duplicate choice labels" in reasons[1]
+
+
+def test_a_gold_answer_the_task_cannot_parse_is_a_note_not_a_crash():
+    from thinkprobe.trajectories.labelling import label_document
+
+    doc = {"unit": {"model": "m", "question_set": "s", "question_id": "q", "run": 1}, "status": "excluded",
+           "reason": "test", "gold": "seventeen"}
+    record = label_document(doc, task="gsm8k")
+    assert record["gold"] is None
+    assert record["notes"] == ["gold answer 'seventeen' does not parse for task 'gsm8k'"]
