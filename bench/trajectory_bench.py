@@ -253,6 +253,7 @@ def answer_labels_bench(args) -> None:
                      f"{missed} / " + (f"{mv_ok / mv_n:.3f}" if mv_n else "-")))
     rows.append(("**all: agreement with gold**", f"**{agree_all / total:.3f}** of {total}"))
     rows.append(("**answers that state a final answer: labelled as stated**", f"**{stated_ok / stated:.3f}** of {stated}"))
+    rows += _math_verify_held_out(corpus, parse_answer)
     texts = [(t, task, c) for task, _, t, _, c, _ in items]
     best = None
     for _ in range(args.repeat):
@@ -267,6 +268,44 @@ def answer_labels_bench(args) -> None:
     print_table(rows)
     if args.json:
         Path(args.json).write_text(json.dumps({"rows": rows}, indent=1))
+
+
+def _math_verify_held_out(corpus: Path, parse_answer) -> list[tuple[str, str]]:
+    """Held out (not used to build the rules, not hand-labelled): every answer after ``</think>`` (or the whole
+    response of an instruct model) of the steering-thinking-llms math and probability rows, ten models; per
+    model, the share labelled by the ``math`` task and, where math-verify also reads a value, the share where
+    both readings verify as equal (``math_verify.verify``)."""
+    import glob
+
+    from math_verify import parse, verify
+
+    base = corpus / "steering-thinking-llms/compare-base-reasoning/results/vars"
+    prompts = json.loads((base / "prompts_for_rows_seed42.json").read_text(encoding="utf-8"))
+    rows = [("held out: math task vs math-verify / model", "answers / labelled / both read / agree where both read")]
+    for f in sorted(glob.glob(str(base / "reasoning_comparison_*.json"))):
+        model = Path(f).stem.removeprefix("reasoning_comparison_")
+        n = labelled = both = agree = 0
+        for i, rec in enumerate(json.loads(Path(f).read_text(encoding="utf-8"))):
+            if not any(w in prompts[i]["category"] for w in ("Math", "Probab")):
+                continue
+            resp = rec["response"]
+            answer = resp[resp.find("</think>") + len("</think>"):] if "</think>" in resp else resp
+            n += 1
+            ours = parse_answer(answer, "math")
+            labelled += ours is not None
+            try:
+                theirs = parse(answer)
+            except Exception:  # noqa: BLE001 - math-verify failing to read a text: no reading
+                theirs = []
+            if ours is None or not theirs:
+                continue
+            both += 1
+            try:
+                agree += bool(verify(parse("$" + ours + "$"), theirs))
+            except Exception:  # noqa: BLE001
+                pass
+        rows.append((f"  {model}", f"{n} / {labelled / n:.2f} / {both} / {agree / both:.3f}" if n and both else f"{n}"))
+    return rows
 
 
 def _math_verify_agreement(gold: str, text: str) -> bool:

@@ -60,6 +60,11 @@ STATED = [
     ("The answer is 3.2 hours.", None),
     ("If the answer is B, the pressure would fall.", None),
     ("The answer is (F).", None),  # outside the item's four letters
+    ("Since A is not right, the answer is B.", "B"),  # a negation in another clause hedges nothing
+    ("Let me check whether the answer is C.", None),
+    ("The answer is not C.", None),
+    ("So the answer is B or C.", None),
+    ("Is the answer C? Yes, the answer is C.", "C"),
 ]
 
 

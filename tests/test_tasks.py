@@ -143,3 +143,30 @@ def test_a_gold_answer_the_task_cannot_parse_is_a_note_not_a_crash():
     record = label_document(doc, task="gsm8k")
     assert record["gold"] is None
     assert record["notes"] == ["gold answer 'seventeen' does not parse for task 'gsm8k'"]
+
+
+def test_the_labelling_job_reads_the_items_own_choices(tmp_path):
+    """traj_label passes each item's options from the question set to the labeller: a key outside them is
+    null, an answer that states one option's text gets that option."""
+    import json
+
+    from thinkprobe.stages.trajectories import label_batch
+
+    def cont(text):
+        return {"text": text, "stop": "eos", "finish_reason": "stop"}
+
+    doc = {"unit": {"model": "m", "question_set": "mc", "question_id": "q1", "run": "1"}, "task": "choice",
+           "status": "ok", "estimator": "full", "sampling": {"temperature": 0.6},
+           "reasoning": {"answer_text": "So the answer is steam.", "native": False, "k": 16, "how": "test"},
+           "checkpoints": [{"checkpoint_index": 0, "prefix_tokens": 0, "status": "ok",
+                            "continuations": [cont("The answer is (E)."), cont("The answer is steam."),
+                                              cont("Therefore, the best answer is: (B).")]}]}
+    path = tmp_path / "b0000.json"
+    path.write_text(json.dumps({"documents": [doc]}))
+    out = tmp_path / "labels.json"
+    questions = {"q1": {"task": "choice", "gold": "B", "choices": [["A", "ice"], ["B", "steam"], ["C", "wood"],
+                                                                    ["D", "sand"]]}}
+    label_batch(str(path), str(out), questions)
+    rec = json.loads(out.read_text())["records"][0]
+    assert rec["checkpoints"][0]["labels"] == [None, "B", "B"]
+    assert rec["endpoint_label"] == "B" and rec["gold"] == "B"

@@ -51,8 +51,8 @@ _CUE = (r"(?:(?:correct|right|best|final|most\s+(?:likely|appropriate|accurate)|
         r"(?:the\s+)?(?:option\s+|choice\s+|answer\s+)?"
         r"|\b(?:the\s+answer|answer)\s*(?:\*\*|__)\s*:?"
         r"|\b(?:so|thus|therefore|hence)\b,?\s+(?:actually\s+|really\s+|then\s+)?(?:it(?:'s|\s+is|\s+must\s+be)|that's)\s+")
-_HEDGE = re.compile(r"\b(?:if|whether|maybe|perhaps|might|could|suppose|assuming|not|isn't|wasn't|unless|or)\b[^.!?\n]*$",
-                    re.IGNORECASE)
+_HEDGE = re.compile(r"\b(?:if|whether|maybe|perhaps|might|could|suppose|supposing|assuming|unless|not\s+sure|"
+                    r"wonder|check|whether)\b[^.!?\n]*$", re.IGNORECASE)
 _NEGATED_AFTER = re.compile(r"\s*(?:\*\*|\*|\)|\])*\s*(?:is\s+(?:not|incorrect|wrong|false|unlikely|ruled\s+out)"
                             r"|isn't|can't|cannot|could|might|\?|or\b)", re.IGNORECASE)
 
@@ -91,11 +91,12 @@ def _norm_key(key: str, keys: Sequence[str]) -> str | None:
 
 
 def _committed(text: str, start: int, end: int, clause: bool = False) -> bool:
-    """Whether the statement at text[start:end] is asserted, not hedged, asked or negated (``clause``: only
-    the words since the last comma count, for a consequence such as "..., leading to (D)")."""
-    sentence_start = max(text.rfind(c, 0, start) for c in ".!?\n" + ("," if clause else "")) + 1
-    before = text[sentence_start:start]
-    if _HEDGE.search(before):
+    """Whether the statement at text[start:end] is asserted, not hedged, asked or negated: no hedge word
+    ("if", "maybe", "might", ...) in its clause (the words since the last comma, semicolon or sentence end;
+    "Since A is not right, the answer is B" commits), no negation or question right after it. ``clause`` is
+    kept for the consequence forms ("..., leading to (D)"), whose clause is the same."""
+    clause_start = max(text.rfind(c, 0, start) for c in ".!?\n,;") + 1
+    if _HEDGE.search(text[clause_start:start]):
         return False
     return _NEGATED_AFTER.match(text, end) is None
 
