@@ -11,8 +11,10 @@ the parser (:mod:`thinkprobe.trajectories.parsing`) read it, and an unknown task
 ones. The forced-answer cues stay in :mod:`thinkprobe.trajectories.forced`: they are part of the sampling
 code whose hash keys every stored continuation (docs/sampling-store.md), see docs/adding-a-task.md.
 
-The registry follows the project's layout (DESIGN.md section 2): a dict filled by :func:`register`,
-:func:`get` raising an error that names the known members, :func:`names`. This package sits just above the
+The registry follows the project's layout (DESIGN.md section 2): a dict filled by :func:`register` (with
+each task file's ``TASK``), :func:`get` raising an error that names the known members, :func:`names`. A task
+file imports only :mod:`thinkprobe.tasks._task` and its extractor, never this module, so no import goes in a
+circle. This package sits just above the
 core modules (``tests/test_import_graph.py``): it imports only them, so the question loaders and the
 trajectory labeller can both use it.
 """
@@ -21,41 +23,11 @@ from __future__ import annotations
 
 import importlib
 import pkgutil
-from dataclasses import dataclass
-from typing import Callable, Sequence
 
-#: A question's lettered options: ``(("A", "ice"), ("B", "steam"), ...)`` (None: the item has none).
-Choices = Sequence[tuple[str, str]] | None
-#: ``extract(text, strict, choices) -> label or None``: the canonical label of a generated answer.
-Extractor = Callable[[str, bool, Choices], "str | None"]
-
+from ._task import Choices, Extractor, Task  # noqa: F401 - re-exported: what a task file declares
 
 class UnknownTask(ValueError):
     """A task name that no file of :mod:`thinkprobe.tasks` registers."""
-
-
-@dataclass(frozen=True)
-class Task:
-    """One answer task (see the module docstring).
-
-    ``extract`` is None for questions whose answer is never labelled (``open``). ``choices`` says that the
-    task's items carry lettered options (shown in the prompt, passed to ``extract``). ``trace_tokens`` is
-    the planner's prior on a native reasoner's reasoning tokens per trace (``planning.trace_tokens_prior``;
-    ours, docs/planning.md), replaced by observed lengths once traces exist.
-    """
-
-    name: str
-    answer_format: str
-    cot_final: str
-    trace_tokens: int
-    source: str
-    extract: Extractor | None = None
-    choices: bool = False
-
-    @property
-    def discrete(self) -> bool:
-        """Whether answers of this task get a discrete label (the trajectory paper's answer space)."""
-        return self.extract is not None
 
 
 _REGISTRY: dict[str, Task] = {}
@@ -63,7 +35,8 @@ _LOADED = False
 
 
 def register(task: Task) -> Task:
-    """Add ``task`` to the registry (a task file calls it at import); a second task of one name is refused."""
+    """Add ``task`` to the registry (each task file's ``TASK``, below; a test's own task); a second task of one
+    name is refused."""
     if task.name in _REGISTRY and _REGISTRY[task.name] is not task:
         raise ValueError(f"task {task.name!r} is registered twice")
     _REGISTRY[task.name] = task
@@ -78,7 +51,7 @@ def _load() -> None:
     if not _LOADED:
         for info in sorted(pkgutil.iter_modules(__path__), key=lambda i: i.name):
             if not info.name.startswith("_"):
-                importlib.import_module(f"{__name__}.{info.name}")
+                register(importlib.import_module(f"{__name__}.{info.name}").TASK)
         _LOADED = True
 
 
@@ -114,12 +87,7 @@ def token_priors() -> dict[str, int]:
     return {n: get(n).trace_tokens for n in names()}
 
 
-def label(text: str, task: str, strict: bool = False, choices: Choices = None) -> str | None:
-    """The canonical label of ``text`` under ``task`` (None: the null label); a task without labels raises."""
-    t = get(task)
-    if t.extract is None:
-        raise UnknownTask(f"task {task!r} has no answer labels: labelled tasks are {', '.join(answer_names())}")
-    return t.extract(text, strict, choices)
+from . import arc, choice, gsm8k, math, open, svamp  # noqa: E402 - every task file (see _load)
 
-
-from . import arc, choice, gsm8k, math, open, svamp  # noqa: E402,F401 - every task file (see _load)
+for _module in (arc, choice, gsm8k, math, open, svamp):
+    register(_module.TASK)

@@ -4,10 +4,10 @@ The question loader maps ARC's digit keys (about 2% of items) to letters, so the
 digit in an answer is a number, never a key (:mod:`thinkprobe.tasks._choices`).
 """
 
-from . import Task, register
+from ._task import Task
 from ._choices import parse_choice_answer
 
-TASK = register(Task(
+TASK = Task(
     name="arc",
     answer_format="Give the letter of the correct option on the last line, in the form: The answer is X.",
     cot_final="give the letter of the correct option, in the form: The answer is X.",
@@ -15,4 +15,4 @@ TASK = register(Task(
     source="arc",
     extract=lambda text, strict, choices: parse_choice_answer(text, choices, default_keys="ABCDE"),
     choices=True,
-))
+)

@@ -5,10 +5,10 @@ the ``choice`` source of :mod:`thinkprobe.generate.questions`); its answers are 
 (:mod:`thinkprobe.tasks._choices`), keys limited to the item's own letters.
 """
 
-from . import Task, register
+from ._task import Task
 from ._choices import LETTERS, parse_choice_answer
 
-TASK = register(Task(
+TASK = Task(
     name="choice",
     answer_format="Give the letter of the correct option on the last line, in the form: The answer is X.",
     cot_final="give the letter of the correct option, in the form: The answer is X.",
@@ -16,4 +16,4 @@ TASK = register(Task(
     source="choice",
     extract=lambda text, strict, choices: parse_choice_answer(text, choices, default_keys=LETTERS),
     choices=True,
-))
+)

@@ -6,9 +6,16 @@ parser; the rules below are ours. Each task has one parser; all return a *canoni
 that equivalent answers share a label, and a label parses to itself (``parse_answer(label, task) ==
 label``), so gold answers and continuation answers are compared as plain strings.
 
+Each task's extraction lives in its own file of :mod:`thinkprobe.tasks` (the registry: ``arc``, ``choice``,
+``gsm8k``, ``math``, ``svamp``); this module reads it, caches it and adds the cut-answer rule. A task the
+registry does not know is an error naming the known ones, never another task's parser. Every reader first
+normalises Unicode spellings (:func:`thinkprobe.tasks._text.normalise_unicode`: minus signs, primes, curly
+quotes, thin and no-break spaces, full-width digits).
+
 ``gsm8k``, ``svamp``
-    (:mod:`thinkprobe.tasks._numbers`) The answer is the number after the last answer anchor (the result of an
-    expression closed by ``= N`` when the anchor is followed by one: "The answer is 7 + 5 = 12" is ``12``), in this priority: ``#### N``; ``\\boxed{N}``;
+    (:mod:`thinkprobe.tasks._numbers`) The answer is the number after the last answer anchor (the result
+    of an expression closed by ``= N`` when the anchor is followed by one: "The answer is 7 + 5 = 12" is
+    ``12``), in this priority: ``#### N``; ``\\boxed{N}`` (a last box that is no number: null);
     "the (final) answer is N", "Answer: N", "**Answer:** N" (last occurrence). Without an anchor (and
     ``strict=False``) the last number of the text is taken, the usual "flexible extract" reading; with
     ``strict=True`` the result is null. Normalisation: thousands separators (commas, and the thin spaces
@@ -19,11 +26,6 @@ label``), so gold answers and continuation answers are compared as plain strings
     without a terminating decimal stays ``p/q`` in lowest terms (``2/3``). A comma that is no thousands
     separator (``3,5``, ``1.250,5``: a decimal comma or a list) is ambiguous: null. Every LaTeX fraction
     form (``\\frac``, ``\\tfrac``, ``\\dfrac``, ``\\frac12``) is a fraction.
-Each task's extraction lives in its own file of :mod:`thinkprobe.tasks` (the registry: ``arc``, ``choice``,
-``gsm8k``, ``math``, ``svamp``); this module reads it, caches it and adds the cut-answer rule. A task the
-registry does not know is an error naming the known ones, never another task's parser. Every reader first
-normalises Unicode spellings (:func:`thinkprobe.tasks._text.normalise_unicode`: minus signs, primes, curly
-quotes, thin and no-break spaces, full-width digits).
 
 ``arc``, ``choice``
     See :mod:`thinkprobe.tasks._choices` (issue 33: the forms real reasoning models write, the last committed
