@@ -1,6 +1,7 @@
 """Trajectory benchmarks: answer labelling throughput (no engine), and sampling on CPU with SmolLM2.
 
     THINKPROBE_CORPUS=<corpus checkout> .venv/bin/python bench/trajectory_bench.py --labels   # labels only
+    THINKPROBE_CORPUS=<corpus checkout> .venv/bin/python bench/trajectory_bench.py --answer-labels  # agreement
     .venv/bin/python bench/trajectory_bench.py                 # sampling: 2 GSM8K items ($THINKPROBE_CORPUS or the demo)
     .venv/bin/python bench/trajectory_bench.py --items 3 --n 8 --max-tokens 64
     .venv/bin/python bench/trajectory_bench.py --max-tokens 0       # budget unset: to the end or the context's end
@@ -16,6 +17,11 @@ chain-of-thought continuations cut by the budget (``continuation_label``: since 
 answer statement), and the bad inputs of issue 25 (100k characters of several shapes, unbalanced braces,
 nested and empty boxes), each timed with a 120 s limit. The thinkprobe on ``PYTHONPATH`` is measured, so
 the same script times an older checkout (``PYTHONPATH=<old tree>``).
+
+``--answer-labels`` (no engine, seconds; "answer labels", issue 33): per task and model, the agreement of the
+labels with the hand-checked gold of ``tests/data/answer_labels.jsonl`` and on the whole responses of the
+thought-branches MMLU records, math-verify's agreement on the numeric answers, the null rate split into "states
+no answer" and "missed", and labelling throughput (:func:`answer_labels_bench`).
 
 Sampling (default), one engine, one process, one run:
 
@@ -190,6 +196,128 @@ def label_bench(args) -> None:
         Path(args.json).write_text(json.dumps({"rows": rows}, indent=1))
 
 
+def answer_labels_bench(args) -> None:
+    """Agreement of the labels with hand-checked gold on real final answers, per task and model (issue 33).
+
+    The labelled set is ``tests/data/answer_labels.jsonl`` (:mod:`tests.answer_fixture`); beside it, every
+    thought-branches MMLU record's whole response (reasoning and answer, the model's stated letter as gold:
+    the fixture holds only the answer part). Per task and model: agreement with gold, wrong labels, the null
+    rate split into "states no answer" (gold is null and so is the label) and "missed" (a stated answer
+    labelled null); for numbers, the agreement of math-verify's own reading of the same text with the gold
+    (``math_verify.verify(parse(gold), parse(text))``). Then labelling throughput over all these texts (the
+    parser's cache cleared before each of ``--repeat`` passes)."""
+    import glob
+
+    from table import print_table
+
+    sys.path.insert(0, str(ROOT))
+    from tests.answer_fixture import fixture_rows, row_choices, row_text
+    from thinkprobe.trajectories import parsing
+    from thinkprobe.trajectories.parsing import parse_answer
+
+    corpus = Path(args.corpus or os.environ.get("THINKPROBE_CORPUS") or "")
+    if not (corpus / "thought-branches").is_dir():
+        sys.exit("--answer-labels needs the real-trace corpus: pass --corpus DIR or set THINKPROBE_CORPUS")
+    items = [(r["task"], r["model"], row_text(r, corpus), r["expected"], row_choices(r), "fixture")
+             for r in fixture_rows()]
+    seen = set()
+    for f in sorted(glob.glob(str(corpus / "thought-branches/faithfulness/good_problems/*.json"))):
+        for rec in json.loads(Path(f).read_text(encoding="utf-8")):
+            if (rec["model"], rec["pn"]) not in seen:
+                seen.add((rec["model"], rec["pn"]))
+                items.append(("choice", rec["model"], rec["response_text"], rec["answer"],
+                              tuple((k, "") for k in "ABCD"), "whole response"))
+    mv = _math_verify_agreement
+    groups: dict[tuple, list] = {}
+    for task, model, text, gold, choices, kind in items:
+        groups.setdefault((kind, task, model), []).append((text, gold, choices))
+    rows = [("set / task / model", "n / agree / wrong / states no answer / missed / math-verify agrees")]
+    total = agree_all = stated = stated_ok = 0
+    for (kind, task, model), group in sorted(groups.items()):
+        agree = wrong = none = missed = mv_ok = mv_n = 0
+        for text, gold, choices in group:
+            got = parse_answer(text, task, choices=choices)
+            agree += got == gold
+            wrong += got is not None and got != gold
+            none += got is None and gold is None
+            missed += got is None and gold is not None
+            if task in ("gsm8k", "svamp", "math") and gold is not None:
+                mv_n += 1
+                mv_ok += mv(gold, text)
+            if gold is not None:
+                stated += 1
+                stated_ok += got == gold
+        total += len(group)
+        agree_all += agree
+        rows.append((f"{kind} / {task} / {model}", f"{len(group)} / {agree / len(group):.3f} / {wrong} / {none} / "
+                     f"{missed} / " + (f"{mv_ok / mv_n:.3f}" if mv_n else "-")))
+    rows.append(("**all: agreement with gold**", f"**{agree_all / total:.3f}** of {total}"))
+    rows.append(("**answers that state a final answer: labelled as stated**", f"**{stated_ok / stated:.3f}** of {stated}"))
+    rows += _math_verify_held_out(corpus, parse_answer)
+    texts = [(t, task, c) for task, _, t, _, c, _ in items]
+    best = None
+    for _ in range(args.repeat):
+        parsing._parse_cached.cache_clear()
+        t0 = time.perf_counter()
+        for text, task, choices in texts:
+            parse_answer(text, task, choices=choices)
+        wall = time.perf_counter() - t0
+        best = wall if best is None else min(best, wall)
+    rows.append(("labelling throughput: answers/s (best of --repeat passes, cache cleared)",
+                 f"{len(texts) / best:.0f} ({len(texts)} answers, {best:.3f} s)"))
+    print_table(rows)
+    if args.json:
+        Path(args.json).write_text(json.dumps({"rows": rows}, indent=1))
+
+
+def _math_verify_held_out(corpus: Path, parse_answer) -> list[tuple[str, str]]:
+    """Held out (not used to build the rules, not hand-labelled): every answer after ``</think>`` (or the whole
+    response of an instruct model) of the steering-thinking-llms math and probability rows, ten models; per
+    model, the share labelled by the ``math`` task and, where math-verify also reads a value, the share where
+    both readings verify as equal (``math_verify.verify``)."""
+    import glob
+
+    from math_verify import parse, verify
+
+    base = corpus / "steering-thinking-llms/compare-base-reasoning/results/vars"
+    prompts = json.loads((base / "prompts_for_rows_seed42.json").read_text(encoding="utf-8"))
+    rows = [("held out: math task vs math-verify / model", "answers / labelled / both read / agree where both read")]
+    for f in sorted(glob.glob(str(base / "reasoning_comparison_*.json"))):
+        model = Path(f).stem.removeprefix("reasoning_comparison_")
+        n = labelled = both = agree = 0
+        for i, rec in enumerate(json.loads(Path(f).read_text(encoding="utf-8"))):
+            if not any(w in prompts[i]["category"] for w in ("Math", "Probab")):
+                continue
+            resp = rec["response"]
+            answer = resp[resp.find("</think>") + len("</think>"):] if "</think>" in resp else resp
+            n += 1
+            ours = parse_answer(answer, "math")
+            labelled += ours is not None
+            try:
+                theirs = parse(answer)
+            except Exception:  # noqa: BLE001 - math-verify failing to read a text: no reading
+                theirs = []
+            if ours is None or not theirs:
+                continue
+            both += 1
+            try:
+                agree += bool(verify(parse("$" + ours + "$"), theirs))
+            except Exception:  # noqa: BLE001
+                pass
+        rows.append((f"  {model}", f"{n} / {labelled / n:.2f} / {both} / {agree / both:.3f}" if n and both else f"{n}"))
+    return rows
+
+
+def _math_verify_agreement(gold: str, text: str) -> bool:
+    """Whether math-verify's own reading of ``text`` verifies against ``gold`` (a canonical number label)."""
+    from math_verify import parse, verify
+
+    try:
+        return bool(verify(parse("$" + gold + "$"), parse(text)))
+    except Exception:  # noqa: BLE001 - math-verify failing on a text counts as disagreement
+        return False
+
+
 def _reset_cache(engine) -> None:
     llm = getattr(engine, "_llm", None)
     if llm is not None and hasattr(llm, "reset_prefix_cache"):
@@ -208,7 +336,13 @@ def main() -> None:
     ap.add_argument("--answers", type=int, default=10_000, help="--labels: real-format answers labelled")
     ap.add_argument("--corpus", help="--labels: the real-trace corpus (default: $THINKPROBE_CORPUS)")
     ap.add_argument("--bad-limit", type=float, default=120.0, help="--labels: seconds allowed per bad input")
+    ap.add_argument("--answer-labels", action="store_true",
+                    help="agreement of the labels with hand-checked gold on real answers (no engine)")
+    ap.add_argument("--repeat", type=int, default=3, help="--answer-labels: throughput passes")
     args = ap.parse_args()
+    if args.answer_labels:
+        answer_labels_bench(args)
+        return
     if args.labels:
         label_bench(args)
         return

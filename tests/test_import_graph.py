@@ -31,6 +31,7 @@ PACKAGE_DIR = Path(__file__).resolve().parents[1] / "thinkprobe"
 # Lowest first. "core": the modules of the package's top folder; "cli": cli.py and commands/.
 LAYERS = (
     ("core",),  # traces, units, outputs, params, config, pipeline, graph, metrics, ...: no engine, no rule
+    ("tasks",),  # the answer tasks (format, extraction, token prior): used by generate and trajectories
     ("generate",),  # engines, models, question sets, the collection jobs and their store
     ("trajectories", "stats", "view"),  # analyses: trajectories sample through generate's engines
     ("validity",),  # Thought Graphs against annotated traces: runs the pipeline, scores with stats.agreement

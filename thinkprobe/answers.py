@@ -2,7 +2,7 @@
 
 :mod:`thinkprobe.generate.questions` reads gold answers out of benchmark files and
 :mod:`thinkprobe.trajectories.parsing` reads generated answers; both need the same box reader, the same
-digit-to-letter map of ARC keys and the same list of tasks with discrete answers, or a gold answer and a
+digit-to-letter map of ARC keys (the tasks themselves are :mod:`thinkprobe.tasks`), or a gold answer and a
 generated one written alike would be read differently (before this module the two ``last_boxed`` disagreed
 on ``\\boxed{3} then \\boxed 5``). This module imports nothing heavy, so the question loaders stay cheap.
 
@@ -16,11 +16,6 @@ from __future__ import annotations
 
 import re
 from typing import Sequence
-
-#: Tasks whose answers are discrete labels (the trajectory paper's answer spaces).
-ANSWER_TASKS = ("gsm8k", "svamp", "arc", "math")
-#: Every question's task: open-ended questions (no answer label) and the discrete-answer tasks.
-QUESTION_TASKS = ("open", *ANSWER_TASKS)
 
 #: ARC keys written as digits (about 2% of ARC items) and the letters they stand for.
 DIGIT_KEYS = {"1": "A", "2": "B", "3": "C", "4": "D", "5": "E"}

@@ -51,7 +51,32 @@ def load_schema(path: str | Path) -> dict[str, Any]:
                 raise ConfigError(f"{path}: {key}: unknown {GENERATED} {block[GENERATED]!r}")
             schema["properties"][key] = {**generators[block[GENERATED]](), "description": block.get("description", "")}
     _fill_declared_defaults(schema, str(path))
+    _fill_generated(schema)
     return schema
+
+
+ENUM_FROM = "x-enum-from"
+DEFAULT_FROM = "x-default-from"
+
+
+def _fill_generated(node: Any) -> None:
+    """Set the ``enum`` of every node marked ``x-enum-from: module:function`` and the ``default`` of every node
+    marked ``x-default-from: module:function`` from that function (a registry's members, e.g.
+    :func:`thinkprobe.tasks.names`): the family's one home is its registry, never a list in the schema."""
+    import importlib
+
+    if isinstance(node, list):
+        for item in node:
+            _fill_generated(item)
+        return
+    if not isinstance(node, dict):
+        return
+    for mark, key in ((ENUM_FROM, "enum"), (DEFAULT_FROM, "default")):
+        if mark in node:
+            module, _, name = node[mark].partition(":")
+            node[key] = getattr(importlib.import_module(module), name)()
+    for value in node.values():
+        _fill_generated(value)
 
 
 DEFAULTS_FROM = "x-defaults-from"

@@ -116,6 +116,8 @@ def source_hash(modules: Iterable[str]) -> str:
     for name in sorted(set(modules)):
         h.update(name.encode())
         rel = name if "/" in name or name.endswith((".tsv", ".txt")) else name.replace(".", "/") + ".py"
+        if not (PACKAGE_DIR / rel).is_file() and (PACKAGE_DIR / name.replace(".", "/") / "__init__.py").is_file():
+            rel = name.replace(".", "/") + "/__init__.py"  # a package named by its folder: its __init__
         h.update((PACKAGE_DIR / rel).read_bytes())
     return h.hexdigest()
 

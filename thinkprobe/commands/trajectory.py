@@ -30,7 +30,7 @@ HELP = __doc__
 def add_parser(sub) -> argparse.ArgumentParser:
     from types import SimpleNamespace
 
-    from ..answers import ANSWER_TASKS
+    from ..tasks import answer_names
     from ..generate.defaults import ESTIMATORS, TRAJECTORY_DEFAULTS, TRAJECTORY_SAMPLING_DEFAULTS
 
     # the defaults' one home, which SamplingConfig reads too; importing the sampler here would cost
@@ -40,7 +40,7 @@ def add_parser(sub) -> argparse.ArgumentParser:
                        description=HELP, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("record", metavar="RECORD", help="a JSON trace record (question, gold, task, model ...), or -")
     p.add_argument("--model", default=None, help="model name or local folder (default: the record's, else smollm2)")
-    p.add_argument("--task", choices=ANSWER_TASKS, help="task (default: the record's, else gsm8k)")
+    p.add_argument("--task", choices=answer_names(), help="task (default: the record's, else gsm8k)")
     p.add_argument("--n", type=int, default=D.n, help=f"continuations per checkpoint (default {D.n})")
     p.add_argument("--stride", type=int, default=D.stride, help=f"checkpoint stride in reasoning tokens (default {D.stride})")
     p.add_argument("--max-tokens", type=int, default=D.max_tokens,

@@ -10,23 +10,20 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ..answers import QUESTION_TASKS as TASKS
+from ..tasks import UnknownTask, answer_names, get, names  # noqa: F401
 
 if TYPE_CHECKING:
     from .records import Question
 
 
-#: How each task asks for its final answer (the forms ``thinkprobe.trajectories.parsing`` reads).
-ANSWER_FORMATS: dict[str, str] = {
-    "open": "",
-    "gsm8k": "Give the final answer as a number on the last line, in the form: The answer is N.",
-    "svamp": "Give the final answer as a number on the last line, in the form: The answer is N.",
-    "math": "Put the final answer in \\boxed{}.",
-    "arc": "Give the letter of the correct option on the last line, in the form: The answer is X.",
-}
+def __getattr__(name: str):
+    if name == "ANSWER_FORMATS":  # how each task asks for its final answer: the task files' (thinkprobe.tasks)
+        return {t: get(t).answer_format for t in names()}
+    raise AttributeError(name)
+
 
 #: Prompt variants, chosen by name in config. ``{question}`` is the question as posed (an ARC question
-#: with its lettered options, one per line); ``{answer_format}`` is :data:`ANSWER_FORMATS` for the task
+#: with its lettered options, one per line); ``{answer_format}`` is the task's ``answer_format`` (:mod:`thinkprobe.tasks`)
 #: (empty for open questions, whose answer is never parsed).
 #:
 #: ``native``
@@ -50,15 +47,6 @@ PROMPT_VARIANTS: dict[str, str] = {
     ),
 }
 
-_COT_FINAL = {
-    "open": "give your final answer in a few sentences.",
-    "gsm8k": "give the final answer as a number, in the form: The answer is N.",
-    "svamp": "give the final answer as a number, in the form: The answer is N.",
-    "math": "give the final answer in \\boxed{}.",
-    "arc": "give the letter of the correct option, in the form: The answer is X.",
-}
-
-
 def question_text(q: "Question") -> str:
     """The question as posed: its text, and for ARC its options as ``A. text`` lines."""
     if not q.choices:
@@ -80,11 +68,13 @@ def format_prompt(q: "Question", variant: str) -> str:
     """
     if variant not in PROMPT_VARIANTS:
         raise ValueError(f"unknown prompt variant {variant!r} (one of {', '.join(PROMPT_VARIANTS)})")
-    if q.task not in TASKS:
-        raise ValueError(f"question {q.id!r}: unknown task {q.task!r} (one of {', '.join(TASKS)})")
-    fmt = ANSWER_FORMATS[q.task]
+    try:
+        task = get(q.task)
+    except UnknownTask as e:
+        raise ValueError(f"question {q.id!r}: {e}") from None
+    fmt = task.answer_format
     return PROMPT_VARIANTS[variant].format(
         question=question_text(q),
         answer_suffix=f"\n\n{fmt}" if fmt else "",
-        final=_COT_FINAL[q.task],
+        final=task.cot_final,
     )

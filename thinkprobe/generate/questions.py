@@ -70,7 +70,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any, Callable, Iterator, Mapping
 
-from ..answers import QUESTION_TASKS, digit_key, last_boxed  # noqa: F401 - last_boxed: the gold reader, re-exported
+from ..answers import digit_key, last_boxed  # noqa: F401 - last_boxed: the gold reader, re-exported
 from .datasets import hub_records
 from .prompts import ANSWER_FORMATS, PROMPT_VARIANTS, format_prompt, question_text  # noqa: F401 - re-exported
 from .records import (Question, QuestionSet, QuestionSetError, Records, Skipped, _BadRecord,  # noqa: F401 - re-exported
@@ -78,8 +78,10 @@ from .records import (Question, QuestionSet, QuestionSetError, Records, Skipped,
 
 log = logging.getLogger("thinkprobe")
 
-TASKS = QUESTION_TASKS
-SOURCES = ("builtin", "open", "gsm8k", "svamp", "math", "arc")
+from ..tasks import names as _task_names
+
+TASKS = tuple(_task_names())  # every question's task: the registry's (thinkprobe.tasks)
+SOURCES = ("builtin", "open", "gsm8k", "svamp", "math", "arc", "choice")  # choice: any lettered set, ARC's fields
 BUILTIN_FILE = "open200.jsonl"
 _SPEC_KEYS = {"name", "source", "path", "limit", "offset", "ids", "math_type", "description", "prompt_variant",
               "hub_id", "revision", "config", "subset", "split",
@@ -260,15 +262,18 @@ def _arc_record(rec: Mapping[str, Any]) -> tuple[str, str, str, tuple[tuple[str,
     letters = [lab for lab, _ in choices]
     if len(set(letters)) != len(letters):
         raise _BadRecord(f"duplicate choice labels {letters}")
+    if letters != list("ABCDEFGHIJ"[:len(letters)]):
+        raise _BadRecord(f"choice labels {letters} are not A, B, C, ... in order (a letter is missing or unknown)")
     if gold not in letters:
         raise _BadRecord(f"gold {key!r} is none of the choices {letters}")
     return rid, stem.strip(), gold, tuple(choices)
 
 
-def _load_arc(records: Records, name: str) -> Iterator[tuple[str, int, Question | _BadRecord]]:
+def _load_arc(records: Records, name: str, task: str = "arc") -> Iterator[tuple[str, int, Question | _BadRecord]]:
+    """ARC records, or any lettered multiple-choice set in ARC's fields (``task`` ``choice``)."""
     def build(rec: dict) -> Question:
         rid, stem, gold, choices = _arc_record(rec)
-        return Question(f"arc-{rid}", name, "arc", stem, gold=gold, choices=choices)
+        return Question(f"{task}-{rid}", name, task, stem, gold=gold, choices=choices)
 
     return _load_with(records, build)
 
@@ -335,7 +340,7 @@ def read_question_set(spec: Mapping[str, Any], base: Path = Path(".")) -> Questi
     elif source == "math":
         items = _load_math(records, name, spec.get("math_type", "Algebra"))
     else:
-        items = _load_arc(records, name)
+        items = _load_arc(records, name, source)
 
     questions: list[Question] = []
     skipped: list[Skipped] = []
@@ -363,7 +368,7 @@ def read_question_set(spec: Mapping[str, Any], base: Path = Path(".")) -> Questi
         if isinstance(wanted, str) or not isinstance(wanted, (list, tuple)):
             raise QuestionSetError(f"question set {name!r}: ids must be a list")
         by_id = {q.id: q for q in questions}
-        prefix = {"gsm8k": "gsm8k-", "svamp": "svamp-", "math": "math-", "arc": "arc-"}.get(source, "")
+        prefix = {"gsm8k": "gsm8k-", "svamp": "svamp-", "math": "math-", "arc": "arc-", "choice": "choice-"}.get(source, "")
         keep: set[str] = set()
         missing = []
         for w in wanted:

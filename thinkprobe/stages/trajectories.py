@@ -150,7 +150,8 @@ def label_batch(cont_path: str, out_path: str, questions: Mapping[str, Mapping[s
     records = []
     for doc in batch["documents"]:
         q = questions.get(str(doc["unit"]["question_id"]), {})
-        rec = label_document(doc, q.get("task") or doc.get("task"), q.get("gold", doc.get("gold")))
+        rec = label_document(doc, q.get("task") or doc.get("task"), q.get("gold", doc.get("gold")),
+                             choices=q.get("choices"))  # the item's options: keys outside them are null
         records.append(rec)
     write_batch(out_path, {"records": records, "provenance": provenance(code_modules(label_batch), {}, [cont_path])})
     return {"ok": sum(r["status"] == "ok" for r in records), "excluded": sum(r["status"] != "ok" for r in records)}

@@ -64,7 +64,9 @@ class TrajectoryJobs:
             if self.traj["questions_limit"]:
                 qs = qs[: self.traj["questions_limit"]]
             # keyed by the id as it appears in file names (safe_id), as the collected units are
-            self.questions[qset] = {safe_id(q.id): {"task": q.task, "gold": q.gold} for q in qs}
+            self.questions[qset] = {safe_id(q.id): {"task": q.task, "gold": q.gold,
+                                                    **({"choices": [list(c) for c in q.choices]} if q.choices else {})}
+                                    for q in qs}
         sizes = {m: int((self.traj.get("batch_questions_by_model") or {}).get(m) or self.traj["batch_questions"])
                  for m in self.models}
         unknown = sorted(set(self.traj.get("batch_questions_by_model") or {}) - set(self.models))

@@ -43,7 +43,8 @@ from .forced import forced_answer_text
 
 
 def continuation_label(cont: Mapping[str, Any], task: str | None, cfg_or_estimator, native: bool,
-                       cues: Mapping[str, str] | None = None, stop: Sequence[str] = ()) -> str | None:
+                       cues: Mapping[str, str] | None = None, stop: Sequence[str] = (),
+                       choices: Sequence[Sequence[str]] | None = None) -> str | None:
     """The canonical label of one continuation (rules in the module docstring); None is the null label.
 
     ``stop``: the stop strings of the trace's prompt style; the text is cut at the first one before parsing,
@@ -71,8 +72,8 @@ def continuation_label(cont: Mapping[str, Any], task: str | None, cfg_or_estimat
     def label(answer: str, strict: bool = False) -> str | None:
         kept = cut_at_stop(answer, stop)
         if done or len(kept) < len(answer):  # finished, or a stop string ended the answer before the cut
-            return parse_answer(kept, task, strict=strict)
-        return parse_cut_answer(kept, task)
+            return parse_answer(kept, task, strict=strict, choices=choices)
+        return parse_cut_answer(kept, task, choices=choices)
 
     if estimator == "forced":
         return label(forced_answer_text(task, text, cues))
@@ -109,7 +110,8 @@ def _stop_reason(cont: Mapping[str, Any]) -> str:
     return {"stop": "eos", "length": "budget"}.get(cont.get("finish_reason"), "error")
 
 
-def endpoint_label(reasoning_answer_text: str, task: str | None, native: bool, cut: bool = False) -> str | None:
+def endpoint_label(reasoning_answer_text: str, task: str | None, native: bool, cut: bool = False,
+                   choices: Sequence[Sequence[str]] | None = None) -> str | None:
     """The realized trace's own final answer, parsed (after ``</think>`` for native reasoners). A trace its
     collection cut at the token budget (``cut``) is labelled as a cut continuation is
     (:func:`~thinkprobe.trajectories.parsing.parse_cut_answer`): only from a complete answer statement, never
@@ -122,12 +124,16 @@ def endpoint_label(reasoning_answer_text: str, task: str | None, native: bool, c
     if native:
         pos = text.find("</think>")
         text = text[pos + len("</think>"):] if pos >= 0 else ""
-    return parse_cut_answer(text, task) if cut else parse_answer(text, task)
+    return parse_cut_answer(text, task, choices=choices) if cut else parse_answer(text, task, choices=choices)
 
 
 def label_document(doc: Mapping[str, Any], task: str | None = None, gold: str | None = None,
-                   cues: Mapping[str, str] | None = None) -> dict[str, Any]:
+                   cues: Mapping[str, str] | None = None, choices: Sequence[Sequence[str]] | None = None
+                   ) -> dict[str, Any]:
     """A continuation document -> the trajectory record of :mod:`thinkprobe.trajectories` (labels parsed).
+
+    ``choices`` are the item's ``(key, text)`` options (multiple-choice tasks, from the question set): a key
+    outside them is the null label and an answer stating one option's text gets that option (issue 33).
 
     ``gold`` (raw) is canonicalised with the task's parser; a question without gold keeps ``gold: None``
     (no mechanism) and says so in ``notes``. Excluded documents give a record with ``status: excluded``
@@ -144,7 +150,8 @@ def label_document(doc: Mapping[str, Any], task: str | None = None, gold: str | 
                               "top_p": sampling.get("top_p"), "max_tokens": sampling.get("max_tokens"),
                               "status": doc.get("status"), "stage": doc.get("stage"), "reason": doc.get("reason"),
                               "notes": []}
-    record["gold"] = parse_answer(str(gold_raw), task) if (gold_raw not in (None, "") and task) else None
+    record["gold"] = (parse_answer(str(gold_raw), task, choices=choices) if (gold_raw not in (None, "") and task)
+                      else None)
     if record["gold"] is None:
         record["notes"].append("no gold answer: no mechanism" if gold_raw in (None, "")
                                else f"gold answer {gold_raw!r} does not parse for task {task!r}")
@@ -155,7 +162,7 @@ def label_document(doc: Mapping[str, Any], task: str | None = None, gold: str | 
     stop = doc.get("stop") or ()
     # "cut" is absent from documents sampled before it was recorded: read as not cut, as they were labelled
     record["endpoint_label"] = endpoint_label(cut_at_stop(r["answer_text"], stop), task, r["native"],
-                                              cut=r.get("cut") is True)
+                                              cut=r.get("cut") is True, choices=choices)
     record["cot_tokens_realized"] = r["k"]
     record["reasoning_how"] = r["how"]
     cps = []
@@ -164,7 +171,8 @@ def label_document(doc: Mapping[str, Any], task: str | None = None, gold: str | 
         labels = []
         for i, x in enumerate(c["continuations"] if ok else []):
             try:
-                labels.append(continuation_label(x, task, doc.get("estimator", "full"), r["native"], cues, stop))
+                labels.append(continuation_label(x, task, doc.get("estimator", "full"), r["native"], cues, stop,
+                                                 choices))
             except Exception as err:  # noqa: BLE001 - one unreadable continuation is a null label, not a lost batch
                 labels.append(None)
                 record["notes"].append(f"checkpoint {c['checkpoint_index']} continuation {i}: no label "

@@ -1,0 +1,172 @@
+"""The task registry (issue 33): one file per task, the schema's enums generated from it, unknown tasks named.
+
+The last test follows the worked example of docs/adding-a-task.md: a new task file, registered, is a task of
+the schema, the prompts and the parser, without touching any other file."""
+
+from __future__ import annotations
+
+import pytest
+
+from thinkprobe import tasks
+from thinkprobe.config import load_schema
+from thinkprobe.trajectories.parsing import parse_answer
+
+pytestmark = pytest.mark.fast
+
+
+def test_an_unknown_task_is_an_error_naming_the_known_ones():
+    with pytest.raises(tasks.UnknownTask, match="known tasks are arc, choice, gsm8k, math, open, svamp"):
+        parse_answer("The answer is 4.", "mmlu")
+    with pytest.raises(tasks.UnknownTask, match="no answer labels"):
+        parse_answer("anything", "open")
+
+
+def test_the_schema_enums_are_the_registry():
+    from pathlib import Path
+
+    schema = load_schema(Path(__file__).resolve().parents[1] / "config" / "schema.yaml")
+    props = schema["properties"]
+    assert props["planning"]["properties"]["trace_tokens_prior"]["propertyNames"]["enum"] == tasks.names()
+    assert props["planning"]["properties"]["trace_tokens_prior"]["default"] == tasks.token_priors()
+    cues = props["trajectories"]["properties"]["forced"]["properties"]["answer_cues"]
+    assert cues["propertyNames"]["enum"] == tasks.answer_names()
+
+
+def test_every_task_file_is_imported_by_name():
+    """The code hashes see only the task files that tasks/__init__.py imports by name (see its _load)."""
+    import ast
+    from pathlib import Path
+
+    folder = Path(tasks.__file__).parent
+    files = sorted(p.stem for p in folder.glob("*.py") if not p.stem.startswith("_"))
+    tree = ast.parse((folder / "__init__.py").read_text(encoding="utf-8"))
+    named = sorted(a.name for node in tree.body if isinstance(node, ast.ImportFrom) and node.level == 1
+                   and node.module is None for a in node.names)
+    assert named == files
+
+
+def test_the_worked_example_of_adding_a_task(tmp_path):
+    """docs/adding-a-task.md: a yes/no task in one file."""
+    from thinkprobe.generate.prompts import format_prompt
+    from thinkprobe.generate.records import Question
+
+    def extract(text, strict, choices):
+        import re
+        hits = re.findall(r"\b(?:answer is|Answer:)\s*\**\s*(yes|no)\b", text, re.IGNORECASE)
+        return hits[-1].lower() if hits else None
+
+    task = tasks.register(tasks.Task(name="yesno", answer_format="Answer yes or no, in the form: The answer is X.",
+                                     cot_final="answer yes or no, in the form: The answer is X.",
+                                     trace_tokens=800, source="open", extract=extract))
+    try:
+        assert "yesno" in tasks.names() and "yesno" in tasks.answer_names()
+        assert parse_answer("Hmm. The answer is No.", "yesno") == "no"
+        q = Question("yn-1", "yn", "yesno", "Is ice cold?")
+        assert format_prompt(q, "native").endswith("The answer is X.")
+        assert tasks.token_priors()["yesno"] == 800
+    finally:
+        tasks._REGISTRY.pop(task.name)
+
+
+_EDIT = r'''
+import json, sys
+from thinkprobe import codedeps
+from thinkprobe.trajectories import sampling
+
+def state():
+    codedeps._script_code.cache_clear()
+    sampling.sampling_code_sha256.cache_clear()
+    return {"traj_label": codedeps.script_code(codedeps.SCRIPTS_DIR / "traj_label.py"),
+            "traj_tables": codedeps.script_code(codedeps.SCRIPTS_DIR / "traj_tables.py"),
+            "sample_off": sampling.sampling_code_sha256(False), "sample_on": sampling.sampling_code_sha256(True)}
+
+before = state()
+path = codedeps.PACKAGE_DIR / "tasks" / "_choices.py"
+text = path.read_text()
+path.write_text(text.replace("LETTERS = \"ABCDEFGHIJ\"", "LETTERS = \"ABCDEFGH\""))  # an extraction edit
+print("STATE " + json.dumps({"before": before, "after": state()}))
+'''
+
+
+def test_an_extraction_edit_schedules_labelling_and_no_sampling(tmp_path):
+    """An edit of one task's extraction (in a copy of the package) changes the code of the labelling job
+    (``traj_label``'s ``code`` param: Snakemake reruns it) and not the identity of the sampling job
+    (``traj_sample`` has no code param; its batches are keyed by the sampling code, which with sequential
+    stopping off holds no task file): stored continuations are relabelled, never resampled. With stopping on the
+    labels decide how many are sampled, so there the sampling identity changes (docs/adding-a-task.md)."""
+    import json
+    import os
+    import shutil
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    repo = Path(__file__).resolve().parents[1]
+    shutil.copytree(repo / "thinkprobe", tmp_path / "thinkprobe", ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copytree(repo / "workflow" / "scripts", tmp_path / "workflow" / "scripts")
+    shutil.copytree(repo / "rules", tmp_path / "rules")
+    proc = subprocess.run([sys.executable, "-c", _EDIT], capture_output=True, text=True, cwd=tmp_path, timeout=300,
+                          env={**os.environ, "PYTHONPATH": str(tmp_path)})
+    line = next((ln for ln in proc.stdout.splitlines() if ln.startswith("STATE ")), None)
+    assert line, proc.stderr[-3000:]
+    got = json.loads(line[len("STATE "):])
+    before, after = got["before"], got["after"]
+    assert before["traj_label"] != after["traj_label"], "the labelling job would not rerun"
+    assert before["sample_off"] == after["sample_off"], "the sampling job would resample"
+    assert before["sample_on"] != after["sample_on"]
+
+
+def test_a_choice_list_with_a_missing_or_repeated_letter_is_excluded_with_the_reason(tmp_path):
+    import json
+
+    from thinkprobe.generate.questions import read_question_set
+
+    items = [{"id": "ok", "question": "q?", "label": ["A", "B", "C", "D"], "A": "a", "B": "b", "C": "c", "D": "d",
+              "answer": "B"},
+             {"id": "gap", "question": "q?", "label": ["A", "B", "D"], "A": "a", "B": "b", "D": "d", "answer": "B"},
+             {"id": "twice", "question": "q?", "label": ["A", "B", "B"], "A": "a", "B": "b", "answer": "A"}]
+    path = tmp_path / "mc.json"
+    path.write_text(json.dumps(items))
+    qs = read_question_set({"source": "choice", "path": str(path)})
+    assert [q.id for q in qs.questions] == ["choice-ok"] and qs.questions[0].task == "choice"
+    reasons = sorted(s.reason for s in qs.skipped)
+    assert len(reasons) == 2
+    assert "a letter is missing" in reasons[0] and "['A', 'B', 'D']" in reasons[0]
+    assert "duplicate choice labels" in reasons[1]
+
+
+def test_a_gold_answer_the_task_cannot_parse_is_a_note_not_a_crash():
+    from thinkprobe.trajectories.labelling import label_document
+
+    doc = {"unit": {"model": "m", "question_set": "s", "question_id": "q", "run": 1}, "status": "excluded",
+           "reason": "test", "gold": "seventeen"}
+    record = label_document(doc, task="gsm8k")
+    assert record["gold"] is None
+    assert record["notes"] == ["gold answer 'seventeen' does not parse for task 'gsm8k'"]
+
+
+def test_the_labelling_job_reads_the_items_own_choices(tmp_path):
+    """traj_label passes each item's options from the question set to the labeller: a key outside them is
+    null, an answer that states one option's text gets that option."""
+    import json
+
+    from thinkprobe.stages.trajectories import label_batch
+
+    def cont(text):
+        return {"text": text, "stop": "eos", "finish_reason": "stop"}
+
+    doc = {"unit": {"model": "m", "question_set": "mc", "question_id": "q1", "run": "1"}, "task": "choice",
+           "status": "ok", "estimator": "full", "sampling": {"temperature": 0.6},
+           "reasoning": {"answer_text": "So the answer is steam.", "native": False, "k": 16, "how": "test"},
+           "checkpoints": [{"checkpoint_index": 0, "prefix_tokens": 0, "status": "ok",
+                            "continuations": [cont("The answer is (E)."), cont("The answer is steam."),
+                                              cont("Therefore, the best answer is: (B).")]}]}
+    path = tmp_path / "b0000.json"
+    path.write_text(json.dumps({"documents": [doc]}))
+    out = tmp_path / "labels.json"
+    questions = {"q1": {"task": "choice", "gold": "B", "choices": [["A", "ice"], ["B", "steam"], ["C", "wood"],
+                                                                    ["D", "sand"]]}}
+    label_batch(str(path), str(out), questions)
+    rec = json.loads(out.read_text())["records"][0]
+    assert rec["checkpoints"][0]["labels"] == [None, "B", "B"]
+    assert rec["endpoint_label"] == "B" and rec["gold"] == "B"

@@ -1,0 +1,174 @@
+"""Multiple-choice answers (the ARC task and the generic ``choice`` task): the option a text commits to.
+
+Built from the forms reasoning models write (issue 33; the hand-checked fixture ``tests/data/answer_labels.jsonl``
+and its test, one test per form). Every commitment is found with its position and the **last** one wins (a
+revision, "so actually it is C", beats an earlier "the correct answer is B"):
+
+* a box: ``\\boxed{B}``, wrapped (``\\boxed{\\textbf{(C)}}``), with the option's words (``\\boxed{B. sunlight}``,
+  ``\\boxed{\\text{Option B}}``);
+* an answer cue followed by a key, on the same line or the next non-empty one: "the (correct|best|final)
+  answer is (B)", "Answer: **C**", "the closest option is D", "corresponds to **B**", "I'll go with C",
+  "**Final Answer**\\n\\n**B. text**";
+* "option/choice/answer X" in every position: "Option B is correct", "choice **(C)** is the right one",
+  "B is the correct answer", "(C) is correct", "(A) seems to fit best", "option B seems the best fit", "the best
+  answer is probably D", "the only option left is (D)", "making option A the best choice", "leading to (D).";
+* a final line that is an emphasised key (``**C**``, ``**(C)** text``, ``*C*``, ``__C__``), or a final
+  parenthesised key closing the text ("... which matches (C).");
+* a one-line answer that starts with a key (``B``, ``(B)``, ``B.``, ``B) text``);
+* the option's own text, when the item's choices are known and exactly one option's text is stated after an
+  answer cue ("The answer is sunlight.").
+
+A key outside the item's letters (``choices``; without them ``A``-``E`` for ARC, ``A``-``J`` for ``choice``)
+is null, and so is the text when its last commitment is one; digit keys are keys only on items whose choices
+are digits (otherwise "the answer is 3.2 hours" would be option C). A hedged or conditional statement ("if the
+answer is B", "maybe A is correct", "is B correct?", "the answer is not C") commits to nothing.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Sequence
+
+from ._text import FINAL_TAIL_CHARS, normalise_unicode
+
+LETTERS = "ABCDEFGHIJ"
+
+_WRAP = r"(?:\\(?:text|textbf|textrm|textit|texttt|textsf|mathrm|mathbf|mathit|mathsf|mathtt|mbox)\s*\{\s*)*"
+_EMPH_OPEN = r"(?:\*\*|\*|__|_)?"
+#: a key as written after a cue: (B), **B**, *(B)*, [B], option B, choice **C**
+_KEY = (r"(?:(?:the\s+)?(?:option|choice|answer|letter)\s*:?\s*)?" + _EMPH_OPEN + r"\s*[(\[]?\s*" + _EMPH_OPEN
+        + r"\s*([A-Ja-j1-9])\s*" + r"(?:\*\*|\*|__|_)?\s*[)\]]?" + r"(?:\*\*|\*|__|_)?")
+_KEY_END = r"(?![A-Za-z0-9]|\.\d|,\d|\s*%|'s)"
+_ADVERB = r"(?:(?:probably|likely|clearly|definitely|most\s+likely|indeed|then|still|actually)\s+)?"
+_CUE = (r"(?:(?:correct|right|best|final|most\s+(?:likely|appropriate|accurate)|only\s+(?:correct|valid))\s+)?"
+        r"(?:answer|option|choice|response|selection)(?:\s+choice)?(?:\s+(?:here|then|therefore|thus|left|remaining))?\s*"
+        r"(?:is|would\s+be|should\s+be|must\s+be|will\s+be|seems\s+to\s+be|appears\s+to\s+be|remains|=|:|-)\s*:?\s*"
+        + _ADVERB +
+        r"|\b(?:closest|best|correct|right)\s+(?:option|choice|match|fit|answer)\s+(?:is|would\s+be|here\s+is)\s*:?"
+        r"|\b(?:corresponds?|corresponding|matches|aligns?|points?)\s+(?:best\s+|most\s+closely\s+)?(?:to|with)\s+"
+        r"(?:the\s+)?(?:option\s+|choice\s+|answer\s+)?"
+        r"|\b(?:I(?:'ll|\s+will|\s+would|'d)?|we(?:'ll|\s+will)?|let's)\s+(?:go\s+with|choose|pick|select|opt\s+for)\s+"
+        r"(?:the\s+)?(?:option\s+|choice\s+|answer\s+)?"
+        r"|\b(?:the\s+answer|answer)\s*(?:\*\*|__)\s*:?"
+        r"|\b(?:so|thus|therefore|hence)\b,?\s+(?:actually\s+|really\s+|then\s+)?(?:it(?:'s|\s+is|\s+must\s+be)|that's)\s+")
+_HEDGE = re.compile(r"\b(?:if|whether|maybe|perhaps|might|could|suppose|supposing|assuming|unless|not\s+sure|"
+                    r"wonder|check|whether)\b[^.!?\n]*$", re.IGNORECASE)
+_NEGATED_AFTER = re.compile(r"\s*(?:\*\*|\*|\)|\])*\s*(?:is\s+(?:not|incorrect|wrong|false|unlikely|ruled\s+out)"
+                            r"|isn't|can't|cannot|could|might|\?|or\b)", re.IGNORECASE)
+
+_BOXED = re.compile(r"\\boxed\s*\{\s*" + _WRAP + r"(?:(?:option|choice|answer)\s*:?\s*)?\(?\s*([A-Ja-j1-9])\s*\)?"
+                    r"(?=\s|[}).:,])", re.IGNORECASE)
+_CUED = re.compile(r"(?i:" + _CUE + r")\s*(?:\\\(|\$)?\s*(?:\\boxed\{)?\s*(?:\n\s*)?" + _KEY + _KEY_END)
+_IS_CORRECT = re.compile(
+    r"(?:^|(?<=[\s*(\[:,]))(?:(?i:option|choice|answer)\s+)?" + _EMPH_OPEN + r"\(?\s*" + _EMPH_OPEN
+    + r"([A-J1-9])" + r"\s*(?:\*\*|\*|__|_)?\s*\)?(?:\*\*|\*|__|_)?\s+"
+    r"(?i:is|would\s+be|seems(?:\s+to\s+be)?|appears(?:\s+to\s+be)?|remains|seems\s+to\s+fit|fits|makes)\s+(?i:the\s+)?"
+    r"(?i:(?:most\s+|more\s+)?(?:correct|right|best|accurate|appropriate|plausible|reasonable|true|answer|fit|sense)|best)\b")
+#: "making option A the best choice", "which makes B the correct answer", "That would make (D) the answer",
+#: "leading to (D)."
+_MAKES = re.compile(r"\b(?i:making|makes|make|leading\s+to|leads\s+to)\s+(?i:option\s+|choice\s+)?" + _EMPH_OPEN
+                    + r"\(?\s*([A-J1-9])\s*\)?(?:\*\*|\*|__|_)?"
+                    r"(?=\s+(?i:the\s+(?:(?:most|only)\s+)?(?:best|correct|right|accurate|answer|appropriate|likely))"
+                    r"|\s*[.!]\s*$|\s*[.!]\s)")
+_OPTION_WORD = re.compile(r"\b(?i:option|choice)\s+" + _EMPH_OPEN + r"\(?\s*([A-J1-9])\s*\)?(?:\*\*|\*|__|_)?"
+                          + _KEY_END + r"(?=\s*(?:is|would|seems|fits|matches|describes|best|\.|$|,|:|\)))")
+_EMPH_LINE = re.compile(
+    r"[#>\s-]*(?:\*\*|\*|__)\s*(?:\(\s*([A-J1-9])\s*\)|([A-J1-9])(?:\s*[).:]\s*[^*\n]*)?)\s*(?:\*\*|\*|__)"
+    r"(?:\s*[).:\u2014-]\s*[^*\n]{0,200})?[\s.]*")  # never "**A** plant needs light": the article
+_EMPH_PAREN_LINE = re.compile(r"[#>\s-]*(?:\*\*|\*|__)\s*\(\s*([A-J1-9])\s*\)\s*[.:]?\s*(?:\*\*|\*|__).{0,200}")
+_FINAL_PAREN = re.compile(r"\(\s*([A-J])\s*\)[\s.*]*$")
+_LEADING_KEY = re.compile(r"[\s*(\[]*([A-Ja-j1-9])\s*[).\]:*]*(?:\s+.*)?", re.DOTALL)
+
+
+def _keys(choices: Sequence[tuple[str, str]] | None, default: str) -> tuple[str, ...]:
+    return tuple(str(k) for k, _ in choices) if choices else tuple(default)
+
+
+def _norm_key(key: str, keys: Sequence[str]) -> str | None:
+    """The key as the item names it, or None when it is not one of the item's keys."""
+    k = key.upper()
+    return k if k in keys else None
+
+
+def _committed(text: str, start: int, end: int, clause: bool = False) -> bool:
+    """Whether the statement at text[start:end] is asserted, not hedged, asked or negated: no hedge word
+    ("if", "maybe", "might", ...) in its clause (the words since the last comma, semicolon or sentence end;
+    "Since A is not right, the answer is B" commits), no negation or question right after it. ``clause`` is
+    kept for the consequence forms ("..., leading to (D)"), whose clause is the same."""
+    clause_start = max(text.rfind(c, 0, start) for c in ".!?\n,;") + 1
+    if _HEDGE.search(text[clause_start:start]):
+        return False
+    return _NEGATED_AFTER.match(text, end) is None
+
+
+def _option_text_key(text: str, choices: Sequence[tuple[str, str]], keys: Sequence[str]) -> list[tuple[int, str]]:
+    """(position, key) of each answer cue followed by exactly one option's own text (unambiguous)."""
+    found = []
+    norm = [(k, re.sub(r"\s+", " ", t.strip().rstrip(".")).lower()) for k, t in choices if t and t.strip()]
+    for m in re.finditer(r"(?i:" + _CUE + r")\s*", text):
+        rest = re.sub(r"[*_$]", "", text[m.end():m.end() + 300]).lstrip(" :\n\"'").lower()
+        rest = re.sub(r"\s+", " ", rest)
+        hits = {k for k, t in norm if rest.startswith(t) and not rest[len(t):len(t) + 1].isalnum()}
+        if len(hits) == 1:
+            found.append((m.start(), hits.pop()))
+    return found
+
+
+def parse_choice_answer(text: str, choices: Sequence[tuple[str, str]] | None = None, *, default_keys: str = "ABCDE"
+                        ) -> str | None:
+    """The option key a text commits to, or None (see the module docstring).
+
+    >>> parse_choice_answer("The correct answer is B. Wait, so actually it is **C**.")
+    'C'
+    >>> parse_choice_answer("The answer is 3.2 hours."), parse_choice_answer("Answer: (F)")
+    (None, None)
+    >>> parse_choice_answer("The answer is steam.", (("A", "ice"), ("B", "steam")))
+    'B'
+    """
+    if not isinstance(text, str) or not text.strip():
+        return None
+    text = normalise_unicode(text)
+    keys = _keys(choices, default_keys)
+    digits = all(k.isdigit() for k in keys)
+    tail_start = max(0, len(text) - FINAL_TAIL_CHARS)
+    tail = text[tail_start:]  # every statement of a final answer lies in the last few thousand characters
+    hits: list[tuple[int, str | None]] = []
+
+    def add(pos: int, raw: str, m: re.Match | None = None) -> None:
+        if raw.isdigit() != digits:
+            return  # a digit where keys are letters is a number; a letter where keys are digits is a word
+        if raw.islower() and m is not None and not re.search(r"[(\[*]\s*" + raw + r"\s*[)\]*]|option|choice",
+                                                             m.group(0), re.IGNORECASE):
+            return  # a bare lower-case "a" after "the answer is" is the article
+        hits.append((pos, _norm_key(raw, keys)))
+
+    for m in _BOXED.finditer(tail):
+        add(m.start(), m.group(1))
+    for rx in (_CUED, _IS_CORRECT, _OPTION_WORD, _MAKES):
+        for m in rx.finditer(tail):
+            if _committed(tail, m.start(), m.end(), clause=rx is _MAKES):
+                add(m.start(), m.group(1), m)
+    if choices:
+        for pos, key in _option_text_key(tail, choices, keys):
+            if _committed(tail, pos, pos):
+                hits.append((pos, key))
+    stripped = tail.rstrip()
+    last_line = stripped.rsplit("\n", 1)[-1]
+    line_start = len(stripped) - len(last_line)
+    emph = _EMPH_LINE.fullmatch(last_line) or _EMPH_PAREN_LINE.fullmatch(last_line)
+    if emph and not any(p >= line_start for p, _ in hits):
+        add(line_start, next(g for g in emph.groups() if g))
+    paren = _FINAL_PAREN.search(stripped)
+    if paren and not any(p >= paren.start() for p, _ in hits) and _committed(stripped, paren.start(), paren.end()):
+        add(paren.start(), paren.group(1))
+    if hits:
+        return max(hits, key=lambda h: h[0])[1]
+    whole = text.strip()
+    if "\n" in whole:
+        return None
+    lead = _LEADING_KEY.fullmatch(whole)
+    if lead and (len(whole) <= 3 or re.match(r"[\s*(\[]*[A-Ja-j1-9]\s*[).:\]]", whole)):
+        raw = lead.group(1)
+        if raw.isdigit() == digits:
+            return _norm_key(raw, keys)
+    return None

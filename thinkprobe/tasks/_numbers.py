@@ -1,0 +1,177 @@
+"""Numbers (the GSM8K and SVAMP tasks): the final number of an answer, read exactly and made canonical.
+
+See :mod:`thinkprobe.trajectories.parsing` for the forms, tabulated on the answer-labels page. What a reader
+of numbers adds to the earlier rules (issue 33): the result of an expression after an answer anchor
+(``The answer is 7 + 5 = 12`` is ``12``, never its first number), a decimal comma read as ambiguous
+(``3,5`` and ``1.250,5`` are null: a thousands separator or a decimal comma, no reader can tell), every
+LaTeX fraction (``\\frac``, ``\\tfrac``, ``\\dfrac``, ``\\frac12``, a sign inside or before it), and
+Unicode spellings normalised first (:func:`thinkprobe.tasks._text.normalise_unicode`).
+"""
+
+from __future__ import annotations
+
+import re
+from fractions import Fraction
+
+from ..answers import last_boxed
+from ._text import normalise_unicode
+
+#: A number token as written: digits with comma groups of any length (validated by :func:`canonical_number`:
+#: groups of exactly three are thousands, anything else is a decimal comma, ambiguous), a decimal part, a
+#: fraction bar.
+_NUMBER = (r"[-+−]?\s*\d+(?:,\d+)*(?:\.\d+)?(?:,\d+)*(?:\s*/\s*\d+(?:\.\d+)?)?|[-+−]?\.\d+")
+_NUMBER_RE = re.compile(_NUMBER)
+_VALID_GROUPS = re.compile(r"[-+]?(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?(?:/\d+(?:\.\d+)?)?|[-+]?\.\d+")
+_ANSWER_ANCHORS = [
+    r"####\s*",
+    r"\banswer\s*(?:is\b\s*:?|=|:)\s*(?:\*\*)?\s*(?:\\\(|\$)?\s*",
+    r"\*\*\s*(?:final\s+)?answer\s*:?\s*\*\*\s*:?\s*",
+]
+#: An arithmetic expression closed by its result: ``7 + 5 = 12``, ``3 \\times 4 = 12``, ``$20 - 8 = $12``.
+_OPERAND = r"[$(]*\s*\d[\d,.]*!?\s*\)*"
+_OPERATOR = r"(?:[-+*/x×÷^]|\\times|\\cdot|\\div)"
+_EXPRESSION = re.compile(r"\s*(?:\\\$|\$)?\s*" + _OPERAND + r"(?:\s*(?:\\\$|\$)?\s*" + _OPERATOR + r"\s*(?:\\\$|\$)?\s*"
+                         + _OPERAND + r")+\s*=\s*(?:\\\$|\$)?\s*(?=[-\d.])")
+
+def canonical_number(token: str) -> str | None:
+    """Canonical label of a numeric token: exact value, integer or terminating decimal, else ``p/q``.
+
+    >>> [canonical_number(t) for t in ["1,000", "18.00", "-3.50", "1/2", "2/4", "4/6", "$7", ".5", "3,5", "1.250,5"]]
+    ['1000', '18', '-3.5', '0.5', '0.5', '2/3', '7', '0.5', None, None]
+    """
+    s = token.replace("−", "-").replace("$", "").replace(" ", "")
+    s = s.rstrip(".")
+    if "," in s and not _VALID_GROUPS.fullmatch(s):
+        return None  # 3,5 / 1.250,5: a decimal comma or a list, ambiguous
+    s = s.replace(",", "")
+    try:
+        if "/" in s:
+            num, den = s.split("/", 1)
+            value = Fraction(num) / Fraction(den)
+        else:
+            value = Fraction(s)
+    except (ValueError, ZeroDivisionError):
+        return None
+    return _format_fraction(value)
+
+
+def _format_fraction(value: Fraction) -> str:
+    if value.denominator == 1:
+        return str(value.numerator)
+    den = value.denominator
+    for p in (2, 5):
+        while den % p == 0:
+            den //= p
+    if den != 1:
+        return f"{value.numerator}/{value.denominator}"
+    sign = "-" if value < 0 else ""
+    value = abs(value)
+    whole, rest = divmod(value.numerator, value.denominator)
+    digits = []
+    while rest:
+        rest *= 10
+        d, rest = divmod(rest, value.denominator)
+        digits.append(str(d))
+    return f"{sign}{whole}." + "".join(digits)
+
+
+#: Separators of digit groups that models write inside numbers: LaTeX thin, medium and thick spaces
+#: (``\\,`` ``\\:`` ``\\;``), a control space ``\\ ``, ``\\!``, ``~``, ``{,}``, ``,\\!``, ``\\thinspace``,
+#: a small ``\\hspace``/``\\kern``, and Unicode thin, narrow no-break and no-break spaces.
+_GROUP_SEP = (r"(?:\\[,;:! ]|\\thinspace\s*|\\(?:hspace|kern)\s*\{[^{}]{0,12}\}|~|\{,\}|,\\!"
+              r"|[\u2009\u202f\u00a0])")
+_THOUSANDS = re.compile(r"(?<!\d)\d{1,3}(?:" + _GROUP_SEP + r"\d{3})+(?!\d)")
+_THOUSANDS_OR_SPACE = re.compile(r"(?<!\d)\d{1,3}(?:(?:" + _GROUP_SEP + r"| )\d{3})+(?!\d)")
+
+
+def join_thousands(text: str, spaces: bool = False) -> str:
+    """``text`` with the separators inside digit groups removed: ``4\\,000`` -> ``4000``.
+
+    A group is 1-3 digits followed by groups of exactly three digits, each after a separator
+    (:data:`_GROUP_SEP`; with ``spaces``, a plain space too: only for an answer expression already
+    extracted, never for prose, where "day 4 100 people" is two numbers). math-verify reads ``4\\,000`` as
+    the product ``4*0`` (``0``) and the number reader would stop at ``4``, so both see the joined digits.
+
+    >>> join_thousands(r"\\boxed{4\\,000} and 1\\,000\\,000 and 3.141\\,592"), join_thousands("4 000", spaces=True)
+    ('\\\\boxed{4000} and 1000000 and 3.141592', '4000')
+    """
+    rx = _THOUSANDS_OR_SPACE if spaces else _THOUSANDS
+    return rx.sub(lambda m: re.sub(r"\D", "", m.group(0)), text)
+
+
+_TEXT_OPEN = re.compile(r"\\(?:text|textbf|textrm|textnormal|mathrm|mathbf|mbox)\s*\{")
+
+
+_FRAC_PART = r"(?:\{\s*(-?\s*\d+(?:\.\d+)?)\s*\}|(\d))"
+_LATEX_FRAC = re.compile(r"\s*[$(]*\s*(-?)\s*\\[dt]?frac\s*" + _FRAC_PART + r"\s*" + _FRAC_PART)
+
+
+def _first_number(fragment: str) -> str | None:
+    """The number at the start of ``fragment`` (after an anchor): a LaTeX fraction in any form, the result
+    of an expression closed by ``= N``, else the first number."""
+    fragment = join_thousands(_TEXT_OPEN.sub("", fragment))
+    fragment = fragment.replace("\\$", "$").replace("\\!", "").replace("{,}", ",")
+    frac = _LATEX_FRAC.match(fragment)
+    if frac:
+        sign, a1, a2, b1, b2 = frac.groups()
+        return canonical_number(f"{sign}{(a1 or a2).replace(' ', '')}/{b1 or b2}")
+    expr = _EXPRESSION.match(fragment)
+    if expr:  # "7 + 5 = 12": the result (the last "= N" of a chain "2 * 3 = 6 + 6 = 12" too)
+        return _first_number(fragment[expr.end():])
+    m = re.match(r"[\s$*(\\:]*(?:[A-Za-z]\s*=\s*)?\$?\s*(" + _NUMBER + ")", fragment)
+    if m is None:
+        return None
+    return canonical_number(m.group(1))
+
+
+_STATED = re.compile(r"\b(?:is|are|was|equals|comes\s+to)\s+(?:approximately\s+|about\s+|exactly\s+|roughly\s+)?")
+
+
+def _stated_number(sentence: str) -> str | None:
+    """The number after the first "is"/"equals" of the sentence that follows an answer anchor, when the anchor
+    is followed by prose rather than a number ("**Answer:** The smallest product is 31,943,257, ...")."""
+    sentence = re.split(r"(?<=[.!?])\s|\n", sentence, maxsplit=1)[0]
+    m = _STATED.search(sentence)
+    return _first_number(sentence[m.end():]) if m else None
+
+
+def parse_number_answer(text: str, *, strict: bool = False) -> str | None:
+    """The final number of a GSM8K/SVAMP answer, canonical (see :mod:`thinkprobe.trajectories.parsing`).
+
+    >>> parse_number_answer("The answer is 7 + 5 = 12."), parse_number_answer("The answer is 3,5 km.")
+    ('12', None)
+    >>> parse_number_answer("The answer is \\\\tfrac{3}{4}."), parse_number_answer("Answer: \u22124")
+    ('0.75', '-4')
+    """
+    text = normalise_unicode(text)
+    hashes = list(re.finditer(r"####\s*", text))
+    if hashes:
+        value = _first_number(text[hashes[-1].end():])
+        if value is not None:
+            return value
+    boxed = last_boxed(text)
+    boxed_at = -1
+    if boxed is not None:
+        value = _first_number(join_thousands(boxed, spaces=True))
+        if value is not None:
+            return value
+        boxed_at = text.rfind("\\boxed")  # a boxed answer that is no number: only a later statement may decide
+    candidates = []
+    for pattern in _ANSWER_ANCHORS[1:]:
+        for m in re.finditer(pattern, text, flags=re.IGNORECASE):
+            value = _first_number(text[m.end():m.end() + 80])
+            if value is None:  # "**Answer:** The probability is 2/5525, or about 0.04%": the number it states
+                value = _stated_number(text[m.end():m.end() + 160])
+            if value is not None and m.start() > boxed_at:
+                candidates.append((m.start(), value))
+    if candidates:
+        return max(candidates)[1]
+    if strict or boxed_at >= 0:  # \boxed{\dfrac{48}{52 \times 51}}: the answer is stated, and it is no number
+        return None
+    numbers = [m.group(0) for m in _NUMBER_RE.finditer(join_thousands(text).replace("\\$", "$"))]
+    for token in reversed(numbers):
+        value = canonical_number(token)
+        if value is not None:
+            return value
+    return None
+
