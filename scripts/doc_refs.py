@@ -34,7 +34,8 @@ only where its shape says it is code, so prose is never taken for one:
 A span right after *write*, *create*, *add* or *new file* is a file the reader is told to make, not a
 reference. A path that a command writes and git does not ignore, or a name a page mentions on purpose as
 removed, is named once on its page in a comment (``<!-- refs: written config/config.lock.yaml -->``,
-``<!-- refs: removed collected_trace -->``); a proposed name that does not exist yet is written in italics.
+``<!-- refs: removed collected_trace -->``), and so is a name of another system that looks like code
+(``<!-- refs: external MaxSubmitJobs -->``, SLURM's); a proposed name that does not exist yet is written in italics.
 
 Everything is read statically (``ast``, the schema file, the argparse parser), nothing of the package's heavy
 imports runs: it is a test of the fast loop (``tests/test_doc_refs.py``). Documented in docs/development.md,
@@ -632,7 +633,7 @@ def _resolve(node: dict, schema: dict) -> dict:
 # ------------------------------------------------------------------------------------------------- checking
 
 
-_WRITTEN = re.compile(r"<!--\s*refs:\s*(?:written|removed)\s+(.+?)\s*-->")
+_WRITTEN = re.compile(r"<!--\s*refs:\s*(?:written|removed|external)\s+(.+?)\s*-->")
 
 
 def check_page(path: Path, resolver: Resolver) -> list[Problem]:
