@@ -1,0 +1,139 @@
+"""Reliability, fourth round (issue 37): each test reproduces one attack as the issue describes it and asserts
+the time, memory or outcome. Replies come from real HTTP servers on loopback (tests/test_hostile_peers.py's
+``Peer``) answering the real :class:`~thinkprobe.generate.http_engine.HttpEngine`."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from thinkprobe.config import ConfigError, load_schema, validate_config
+from thinkprobe.generate.engine import EngineError, SamplingSpec, open_engine
+from thinkprobe.generate.http_engine import json_shape
+
+from .test_hostile_peers import KEY, completion, engine_for, peers  # noqa: F401 - the fixture
+from .workflow_helpers import REPO, default_config
+
+pytestmark = pytest.mark.fast
+
+ESCAPED_QUOTES = 1 << 20  # an unterminated string of 1 MB of \" : about 50 minutes before the fix
+
+
+# ---------------------------------------------------------------- item 1: checks linear, inside the deadline
+
+def test_an_unterminated_string_of_escaped_quotes_is_checked_in_linear_time():
+    """Before: 8 KB 0.19 s, 64 KB 11.7 s (quadratic). Now 1 MB and 16 MB take a few milliseconds to a second,
+    and 16 times the input costs at most ~16 times the time (plus noise under load)."""
+    times = {}
+    for size in (1 << 20, 16 << 20):
+        payload = b'{"choices": [{"text": "' + b'\\"' * (size // 2)
+        t0 = time.perf_counter()
+        with pytest.raises(ValueError, match="unbalanced brackets"):
+            json_shape(payload, 64)
+        times[size] = time.perf_counter() - t0
+    assert times[1 << 20] < 1.0, times
+    assert times[16 << 20] < 8.0, times
+    # a string that ends in a lone backslash, and strings that hold brackets, still read right
+    assert json_shape(b'["a\\\\", "[[", {"b": "]\\"]"}]', 64) == (2, 2)
+
+
+def test_a_hostile_reply_at_open_and_to_a_prompt_ends_within_the_deadline(peers, monkeypatch):  # noqa: F811
+    hostile = '{"data": [{"id": "m", "x": "' + '\\"' * (ESCAPED_QUOTES // 2)
+    p = peers()
+    p.get = lambda h: h.send(200, hostile)
+    t0 = time.perf_counter()
+    with pytest.raises(EngineError, match="GET /models"):
+        engine_for(p.url, monkeypatch, max_retries=0)
+    assert time.perf_counter() - t0 < 5.0
+    q = peers()
+    q.post = lambda h, body: h.send(200, hostile if body["prompt"][0] == 1 else completion("The answer is 7."))
+    engine = engine_for(q.url, monkeypatch, max_retries=0)
+    t0 = time.perf_counter()
+    gens = engine.generate([[1], [2]], [SamplingSpec(max_tokens=4)] * 2)
+    assert time.perf_counter() - t0 < 5.0
+    assert gens[0].error and gens[0].info["transient"]
+    assert gens[1].error is None and gens[1].completions[0].text == "The answer is 7."
+
+
+ERROR_CLIENT = r"""
+import json, re, sys
+from thinkprobe.generate.engine import SamplingSpec, open_engine
+engine = open_engine({"name": "m", "backend": "openai", "base_url": sys.argv[1], "served_model": "m",
+                      "timeout_s": 60.0, "max_retries": 0})
+g = engine.generate([[1]], [SamplingSpec(max_tokens=4)])[0]
+print(json.dumps({"error": g.error,
+                  "peak_rss_mb": int(re.search(r"VmHWM:\s+(\d+)", open("/proc/self/status").read())[1]) / 1024}))
+"""
+
+
+def test_an_error_reply_is_read_under_the_reply_limits(peers):  # noqa: F811
+    """Before: a 500 whose body is 60 MB of [{},{},...] was parsed whole, 1.5 GB per request. Now the body is
+    checked like a reply (max_json_containers) and quoted as text: the client stays near its own size."""
+    body = ("[" + ",".join(["{}"] * (10 * 2**20)) + "]").encode()  # 30 MB, 10.5 million objects
+    p = peers()
+    p.post = lambda h, _: h.send(400, body)
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
+    out = subprocess.run([sys.executable, "-c", ERROR_CLIENT, p.url], capture_output=True, text=True,
+                         timeout=120, env=env, check=True)
+    res = json.loads(out.stdout.strip().splitlines()[-1])
+    assert res["error"].startswith("request refused: HTTP 400: [{},{}")
+    assert len(res["error"]) < 400
+    assert res["peak_rss_mb"] < 64 + 3 * 30, res  # the body itself, a copy, the interpreter; never its objects
+
+
+@pytest.mark.parametrize("key, value", [("max_retries", 10**9), ("timeout_s", 1e12), ("max_reply_bytes", 10**15),
+                                        ("concurrency", 10**6), ("backoff_s", 1e9),
+                                        ("max_json_containers", 10**12), ("max_json_depth", 10**6)])
+def test_every_http_limit_has_a_maximum(key, value):
+    cfg = default_config()
+    model = next(iter(cfg["models"]))
+    cfg["models"][model].update({"backend": "openai", "base_url": "http://127.0.0.1:1/v1", key: value})
+    with pytest.raises(ConfigError, match=key):
+        validate_config(cfg, load_schema(REPO / "config" / "schema.yaml"))
+
+
+# ---------------------------------------------------------------- item 2: one bad reply costs one unit
+
+def test_a_lone_surrogate_in_a_reply_excludes_that_unit_and_the_job_completes(peers, monkeypatch, tmp_path):  # noqa: F811
+    """Before: the reply was accepted, writing the unit raised UnicodeEncodeError and the whole job ended (and
+    every seeded rerun the same way). Now that unit is excluded naming the character; the others are stored."""
+    from thinkprobe.generate.collection_jobs import list_collection_jobs
+    from thinkprobe.generate.unit_store import store_path
+    from thinkprobe.stages.collect import collect_batch
+
+    p = peers()
+    seen: list[str] = []
+
+    def answer(h, body):
+        text = body["messages"][0]["content"]
+        seen.append(text)
+        bad = text == seen[0]  # the first question's reply carries a lone surrogate, as JSON allows
+        content = "<think>Add them: 7.\\ud800</think>The answer is 7." if bad else "<think>Add: 7.</think>7."
+        h.send(200, json.dumps({"choices": [{"index": 0, "finish_reason": "stop",
+                                             "message": {"role": "assistant", "content": "@@"}}],
+                                "usage": {"prompt_tokens": 3, "completion_tokens": 4}}).replace("@@", content))
+
+    p.post = answer
+    monkeypatch.setenv("THINKPROBE_HOSTILE_KEY", KEY)
+    cfg = {"models": {"m": {"backend": "openai", "base_url": p.url, "served_model": "m",
+                            "api_key_env": "THINKPROBE_HOSTILE_KEY", "timeout_s": 10, "max_retries": 0,
+                            "backoff_s": 0.01}},
+           "question_sets": {"tiny": {"source": "builtin", "limit": 3}},
+           "collection": {"jobs": [{"model": "m", "question_set": "tiny", "prompt_variant": "plain"}],
+                          "runs": 1, "seed": 0, "batch_questions": 10, "chunk_prompts": 8,
+                          "sampling": {"max_tokens": 24, "temperature": 0.6},
+                          "loop_detection": {"window": 3, "min_repeats": 3, "min_line_chars": 8, "max_retries": 0}}}
+    params = list_collection_jobs(cfg).batch_params("m", "tiny", "c0000", cfg["collection"])
+    manifest = collect_batch(open_engine, params, tmp_path)  # no exception: the job completes
+    statuses = sorted(v["status"] for v in manifest["units"].values())
+    assert statuses == ["excluded", "ok", "ok"], manifest["units"]
+    docs = [json.loads(store_path(tmp_path, u["unit"]).read_text(encoding="utf-8")) for u in params["units"]]
+    bad = [d for d in docs if d["status"] == "excluded"]
+    assert len(bad) == 1 and "lone surrogate U+D800" in bad[0]["reason"], bad
+    assert "cannot be stored" in bad[0]["reason"]
