@@ -59,7 +59,8 @@ def _subparsers(parser: argparse.ArgumentParser) -> dict[str, argparse.ArgumentP
 
 
 def test_subcommands_are_the_documented_ones():
-    assert set(_subparsers(build_parser())) == {"analyze", "profile", "ablate", "agree", "trajectory", "plan", "show", "summary"}
+    assert set(_subparsers(build_parser())) == {"analyze", "profile", "ablate", "agree", "trajectory", "plan", "show", "summary",
+                                                   "migrate"}
 
 
 def test_each_subcommand_runs_its_own_module_bound_by_set_defaults():

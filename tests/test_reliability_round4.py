@@ -137,3 +137,87 @@ def test_a_lone_surrogate_in_a_reply_excludes_that_unit_and_the_job_completes(pe
     bad = [d for d in docs if d["status"] == "excluded"]
     assert len(bad) == 1 and "lone surrogate U+D800" in bad[0]["reason"], bad
     assert "cannot be stored" in bad[0]["reason"]
+
+
+# ---------------------------------------------------------------- item 3: a digest is required
+
+def test_a_stored_unit_without_its_digest_is_refused_and_generated_again(peers, monkeypatch, tmp_path):  # noqa: F811
+    """Before: a stored unit whose integrity block was deleted (or set to null) was reused as it was, so an
+    altered reasoning and answer went into the store's output. Now it is moved aside and generated again; a
+    store written before digests passes only through ``thinkprobe migrate``, which records it."""
+    import io
+
+    from thinkprobe import integrity
+    from thinkprobe.cli import main
+    from thinkprobe.generate.collection_jobs import list_collection_jobs
+    from thinkprobe.generate.unit_store import store_path, verified_store
+    from thinkprobe.stages.collect import collect_batch
+
+    p = peers()
+    asked = []
+
+    def answer(h, body):
+        asked.append(body)
+        h.send(200, completion("<think>Add them: 3 and 4 make 7.</think>The answer is 7.", chat=True))
+
+    p.post = answer
+    cfg = {"models": {"m": {"backend": "openai", "base_url": p.url, "served_model": "m", "timeout_s": 10,
+                            "max_retries": 0, "backoff_s": 0.01}},
+           "question_sets": {"tiny": {"source": "builtin", "limit": 2}},
+           "collection": {"jobs": [{"model": "m", "question_set": "tiny", "prompt_variant": "plain"}],
+                          "runs": 1, "seed": 0, "batch_questions": 10, "chunk_prompts": 8,
+                          "sampling": {"max_tokens": 24, "temperature": 0.6},
+                          "loop_detection": {"window": 3, "min_repeats": 3, "min_line_chars": 8, "max_retries": 0}}}
+    params = list_collection_jobs(cfg).batch_params("m", "tiny", "c0000", cfg["collection"])
+    store = tmp_path / "results/collect/m/tiny/units"
+    collect_batch(open_engine, params, store)
+    first, second = (store_path(store, u["unit"]) for u in params["units"])
+    for path, block in ((first, "deleted"), (second, None)):
+        doc = integrity.unsealed(json.loads(path.read_text()))
+        doc.update(reasoning="The answer is 999.", answer="999")
+        if block is None:
+            doc[integrity.FIELD] = None
+        path.chmod(0o644)
+        path.write_text(json.dumps(doc))
+    log = io.StringIO()
+    assert verified_store(params["units"], store, None, log) == {}
+    assert log.getvalue().count("carries no digest") == 2
+    manifest = collect_batch(open_engine, params, store, log=io.StringIO())
+    assert manifest["stats"]["generated"] == 2 and len(asked) == 4
+    assert all(json.loads(f.read_text())["answer"] != "999" for f in (first, second))
+
+    # a store written before digests: refused until the explicit migration seals it, and records it
+    legacy = integrity.unsealed(json.loads(first.read_text()))
+    first.chmod(0o644)
+    first.write_text(json.dumps(legacy))
+    first.chmod(0o444)
+    assert main(["migrate", str(tmp_path / "results")]) == 0
+    (record,) = (tmp_path / "results/migrations").glob("digests-*.json")
+    assert json.loads(record.read_text())["sealed"] == [str(first)]
+    assert first.stat().st_mode & 0o222 == 0  # still read-only
+    assert len(verified_store(params["units"], store, None, io.StringIO())) == 2
+    collect_batch(open_engine, params, store)
+    assert len(asked) == 4  # nothing generated again
+
+
+# ---------------------------------------------------------------- item 6: reads bounded
+
+def test_a_unit_file_linked_to_dev_zero_or_nested_deeply_is_refused_cleanly(tmp_path, capsys):
+    """Before: a unit file symlinked to /dev/zero was read for ever, and a graph file nested 200,000 levels
+    ended `thinkprobe show` in a bare RecursionError. Now both are refused at once, naming the file."""
+    from thinkprobe.cli import main
+    from thinkprobe.stages.unitfiles import UnitFileError, read_unit
+
+    zero = tmp_path / "results/graphs/m/qs/q1/1.json"
+    zero.parent.mkdir(parents=True)
+    zero.symlink_to("/dev/zero")
+    t0 = time.perf_counter()
+    with pytest.raises(UnitFileError, match="not a regular file"):
+        read_unit(zero)
+    assert time.perf_counter() - t0 < 1.0
+    zero.unlink()
+    zero.write_text('{"unit": ' + "[" * 200_000 + "]" * 200_000 + "}")
+    assert main(["show", "m/qs/q1/1", "--results", str(tmp_path / "results"),
+                 "--out", str(tmp_path / "page.html")]) == 2
+    err = capsys.readouterr().err
+    assert "nested deeper than 256 levels" in err and str(zero) in err and "RecursionError" not in err

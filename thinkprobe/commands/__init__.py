@@ -8,4 +8,4 @@ vLLM): each ``run`` imports what it needs when it runs, so ``thinkprobe --help``
 """
 
 #: The subcommands, in the order ``thinkprobe --help`` lists them (each is ``thinkprobe.commands.<name>``).
-COMMANDS = ("analyze", "profile", "ablate", "agree", "trajectory", "plan", "show", "summary")
+COMMANDS = ("analyze", "profile", "ablate", "agree", "trajectory", "plan", "show", "summary", "migrate")

@@ -58,7 +58,6 @@ import http.client
 import json
 import os
 import random
-import re
 import socket
 import threading
 import time
@@ -66,6 +65,7 @@ import urllib.parse
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Mapping, Sequence
 
+from ..boundedjson import json_shape
 from .defaults import HTTP_DEFAULTS
 from .interface import Completion, EngineError, Generation, SamplingSpec
 
@@ -388,46 +388,6 @@ def _read_capped(resp: http.client.HTTPResponse, max_bytes: int) -> bytes:
         size += len(piece)
         if size > max_bytes:
             raise _OverLimit(f"the reply exceeds max_reply_bytes = {max_bytes} bytes (reading stopped there)")
-
-
-# A string, or an unterminated one up to the end of the text (a lone backslash at the end included): the
-# pattern matches at every quote it starts from, so no start is ever retried and one pass is linear in the
-# reply (issue 37: the old pattern, which needed the closing quote, was quadratic on an unterminated string
-# of escaped quotes, 64 KB taking 11.7 s). Possessive loops: nothing to backtrack into.
-_JSON_STRING = re.compile(rb'"[^"\\]*+(?:\\.[^"\\]*+)*+(?:"|\\?\Z)', re.DOTALL)
-_KEEP_BRACKETS = bytes.maketrans(b"{}", b"[]")  # for depth, an object nests like an array
-_NOT_BRACKETS = bytes(b for b in range(256) if b not in b"[]{}")
-
-
-def json_shape(payload: bytes, max_depth: int) -> tuple[int, int]:
-    """``(depth, containers)`` of a JSON text, read from its bytes without parsing it: how deeply its arrays and
-    objects nest (counted up to ``max_depth + 1``: anything deeper reads ``max_depth + 1``) and how many there
-    are.
-
-    Strings are removed first (a bracket inside a string is text), then everything but brackets; each pass
-    then removes the pairs that are empty at its start, so the passes count the depth. A few passes over the
-    bytes at C speed, and nothing is allocated per element. Brackets that do not balance are no JSON:
-    ``ValueError`` (so an unclosed nest never reaches the parser's recursion).
-
-    >>> json_shape(b'{"a": [1, {"b": "[[["}], "c": []}', 64)
-    (3, 4)
-    >>> json_shape(b"[" * 5000 + b"]" * 5000, 64)
-    (65, 5000)
-    >>> json_shape(b"[" * 5000, 64)
-    Traceback (most recent call last):
-    ...
-    ValueError: unbalanced brackets: not JSON
-    """
-    brackets = _JSON_STRING.sub(b"", payload).translate(_KEEP_BRACKETS, _NOT_BRACKETS)
-    containers = brackets.count(b"[")
-    depth = 0
-    while brackets and depth <= max_depth:
-        shorter = brackets.replace(b"[]", b"")  # non-overlapping: one nesting level per pass
-        if len(shorter) == len(brackets):
-            raise ValueError("unbalanced brackets: not JSON")
-        brackets = shorter
-        depth += 1
-    return depth, containers
 
 
 def _generation(resp: Any, seconds: float) -> Generation:
