@@ -221,3 +221,78 @@ def test_a_unit_file_linked_to_dev_zero_or_nested_deeply_is_refused_cleanly(tmp_
                  "--out", str(tmp_path / "page.html")]) == 2
     err = capsys.readouterr().err
     assert "nested deeper than 256 levels" in err and str(zero) in err and "RecursionError" not in err
+
+
+# ---------------------------------------------------------------- item 5: configs bounded before they are walked
+
+BOMB = "".join(f"{c}: &{c} [{', '.join(['*' + p] * 9)}]\n" for p, c in zip("abcdefgh", "bcdefghi"))
+BOMB = 'a: &a ["lol", "lol", "lol", "lol", "lol", "lol", "lol", "lol", "lol"]\n' + BOMB  # 387 million values
+
+
+def test_a_yaml_alias_bomb_is_refused_by_plan_and_analyze_at_once(tmp_path):
+    """Before: ``thinkprobe plan`` grew to 6.2 GB in 90 s. Now the alias is refused naming file and line,
+    in the time it takes to start (the child's peak memory is its interpreter's)."""
+    bomb = tmp_path / "bomb.yaml"
+    bomb.write_text(BOMB)
+    for args in (["plan", "--configfile", str(bomb)], ["analyze", "--config", str(bomb), str(REPO / "README.md"),
+                                                        "--out", str(tmp_path / "o")]):
+        t0 = time.perf_counter()
+        proc = subprocess.run(["bash", "-c", 'ulimit -v 3000000; exec "$@"', "_", sys.executable, "-m",
+                               "thinkprobe.cli", *args], capture_output=True, text=True, timeout=120, cwd=REPO)
+        assert proc.returncode == 2, proc.stderr
+        assert f"{bomb}: line 2: a YAML alias (*a) is refused" in proc.stderr, proc.stderr
+        assert time.perf_counter() - t0 < 30
+
+
+def test_a_config_holding_shared_nodes_is_refused_before_it_is_walked():
+    """What Snakemake loaded itself (aliases become shared objects): counted before validation walks it."""
+    level: list = ["lol"] * 9
+    for _ in range(8):
+        level = [level] * 9
+    cfg = default_config()
+    cfg["bomb"] = level
+    t0 = time.perf_counter()
+    with pytest.raises(ConfigError, match="more than 1,000,000 values .repeated YAML aliases.*not walked"):
+        validate_config(cfg, load_schema(REPO / "config" / "schema.yaml"))
+    assert time.perf_counter() - t0 < 10
+
+
+def test_ids_equal_after_unicode_normalisation_are_one_id_and_the_second_is_refused_naming_both(tmp_path):
+    """Before: "Modèle" written precomposed (NFC) and with a combining accent (NFD) became two models that
+    printed identically. Now ids are normalised to NFC: the second record is the same unit, refused naming
+    both sources; a config naming both spellings as keys is refused naming both."""
+    from thinkprobe.config import nfc_ids
+    from thinkprobe.units import discover
+
+    nfc, nfd = "Mod\u00e8le", "Mode\u0300le"
+    src = tmp_path / "t.jsonl"
+    src.write_text("\n".join(json.dumps({"id": i, "model": m, "question_id": "q", "run": 1,
+                                          "text": "<think>x y z.</think>"}) for i, m in (("a", nfc), ("b", nfd))) + "\n")
+    found = discover([{"path": str(src), "question_set": "s"}])
+    assert len(found.records) == 1 and len(found.found_models) == 1
+    (problem,) = found.problems
+    assert problem.reason.startswith("duplicate unit") and f"already taken from {src}:1" in problem.reason
+    assert problem.source == f"{src}:2"
+    assert dict(next(iter(found.records.values())).ids)["model"] == nfc
+    assert nfc_ids({"inputs": [{"model": nfd}]})[0] == {"inputs": [{"model": nfc}]}
+    assert "are the same id once normalised" in nfc_ids({"question_sets": {nfc: {}, nfd: {}}})[1][0]
+
+
+@pytest.mark.parametrize("value", ["main\n", "x\n"])
+def test_schema_patterns_match_the_whole_value(value):
+    """``$`` matched before a final newline: ``revision: "x\\n"`` passed. Every pattern now ends in ``\\Z``."""
+    cfg = default_config()
+    name = next(iter(cfg["models"]))
+    cfg["models"][name].update({"hub_id": "org/name", "revision": value})
+    with pytest.raises(ConfigError, match="revision"):
+        validate_config(cfg, load_schema(REPO / "config" / "schema.yaml"))
+    schema = load_schema(REPO / "config" / "schema.yaml")
+    stack, patterns = [schema], []
+    while stack:
+        node = stack.pop()
+        if isinstance(node, dict):
+            patterns += [v for k, v in node.items() if k == "pattern"]
+            stack.extend(node.values())
+        elif isinstance(node, list):
+            stack.extend(node)
+    assert patterns and all(p.endswith("\\Z") for p in patterns), [p for p in patterns if not p.endswith("\\Z")]

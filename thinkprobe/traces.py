@@ -146,7 +146,8 @@ def run_name(value: Any) -> str:
 
 
 def safe_id(raw: Any) -> str:
-    """A file name for an id, injective: two different ids never get the same name.
+    """A file name for an id, injective: two different ids never get the same name; ids equal once
+    normalised to Unicode NFC are the same id (the original is normalised first).
 
     An id made only of ASCII letters, digits, ``.``, ``_`` and ``-`` (not starting with ``.``, at most
     120 characters) is its own name, so the ids of ordinary studies stay readable. Any other id becomes
@@ -163,8 +164,10 @@ def safe_id(raw: Any) -> str:
     'Frage-a-'
     >>> safe_id("問題一").startswith("id-")
     True
+    >>> safe_id("Mod\u00e8le") == safe_id("Mode\u0300le")  # NFC and NFD: the same id
+    True
     """
-    raw = str(raw)
+    raw = unicodedata.normalize("NFC", str(raw))  # one id, one name, however its accents are encoded (issue 37)
     if raw and len(raw) <= SAFE_ID_MAX and not _UNSAFE.search(raw) and not raw.startswith(".") \
             and raw not in ("..", "."):
         return raw
