@@ -296,3 +296,29 @@ def test_schema_patterns_match_the_whole_value(value):
         elif isinstance(node, list):
             stack.extend(node)
     assert patterns and all(p.endswith("\\Z") for p in patterns), [p for p in patterns if not p.endswith("\\Z")]
+
+
+JSONL_CLIENT = r"""
+import json, re, sys
+from thinkprobe.traces import iter_records
+items = list(iter_records(sys.argv[1]))
+print(json.dumps({"items": [[type(i).__name__, getattr(i, "reason", None)] for i in items],
+                  "peak_rss_mb": int(re.search(r"VmHWM:\s+(\d+)", open("/proc/self/status").read())[1]) / 1024}))
+"""
+
+
+def test_a_100_mb_jsonl_line_is_excluded_before_it_is_copied_or_parsed(tmp_path):
+    """Before: a 100 MB JSONL line was excluded correctly but after 550 MB of memory. Now a line over
+    input.max_trace_bytes is excluded by its length, never copied out of the file's bytes or parsed."""
+    src = tmp_path / "big.jsonl"
+    good = json.dumps({"id": "ok", "model": "m", "text": "<think>x y z.</think>"}).encode()
+    with open(src, "wb") as fh:
+        fh.write(good + b"\n" + b'{"id": "huge", "text": "' + b"word " * (20 * 2**20) + b'"}\n' + good + b"\n")
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
+    out = subprocess.run([sys.executable, "-c", JSONL_CLIENT, str(src)], capture_output=True, text=True,
+                         timeout=120, env=env, check=True)
+    res = json.loads(out.stdout.strip().splitlines()[-1])
+    kinds = [k for k, _ in res["items"]]
+    assert kinds == ["RawRecord", "Exclusion", "RawRecord"], res
+    assert res["items"][1][1].startswith("too large: a line of 104,857,626 bytes"), res
+    assert res["peak_rss_mb"] < 100 + 120, res  # the file's bytes and the interpreter; no copy of the line
