@@ -250,8 +250,8 @@ def test_a_sigkilled_vllm_job_leaves_no_engine_process_and_no_socket(tmp_path):
     assert _wait_gone(engine_procs, 60) == [], "an engine process outlived its killed job"
     assert not Path(info["scratch"]).exists()  # with its sockets: none is left in the shared temporary folder
     assert _wait_removed(segments | {Path(info["record"]).name}, 30) == set()
-    assert _left_since(before) == set()
     assert set(Path(tempfile.gettempdir()).glob("vllm_dist_*")) - dist_before == set()
+    assert _left_since(before) == set()
 
 
 @pytest.mark.engine
