@@ -30,6 +30,15 @@ def _store_unit(path: Path) -> dict[str, str] | None:
     return None if len(parts) < 6 or parts[-6] != "collect" or parts[-3] != "units" else {}
 
 
+def _is_unit_file(rel: Path) -> bool:
+    """Whether a path below the results folder is a stored unit or a stage's unit file
+    (``<stage>/<m>/<s>/<q>/<run>.json``), never a batch, a manifest or a continuation store's file."""
+    parts = rel.parts
+    if len(parts) == 6 and parts[0] == "collect" and parts[3] == "units":
+        return True
+    return len(parts) == 5 and parts[0] not in ("collect", "continuations", "trajectories")
+
+
 def migrate_digests(results: str | os.PathLike) -> dict[str, Any]:
     """Seal every unsealed unit, store and embeddings file below ``results``; write and return the record
     (``{"sealed": [...], "skipped": [{"file", "why"}], ...}``)."""
@@ -39,9 +48,9 @@ def migrate_digests(results: str | os.PathLike) -> dict[str, Any]:
     for path in sorted(root.rglob("*")):
         if path.is_symlink() or not path.is_file() or "migrations" in path.relative_to(root).parts[:1]:
             continue
-        if path.suffix == ".npz":
+        if path.suffix == ".npz" and _is_unit_file(path.relative_to(root)):
             _migrate_npz(path, sealed, skipped)
-        elif path.suffix == ".json":
+        elif path.suffix == ".json" and _is_unit_file(path.relative_to(root)):
             _migrate_json(path, sealed, skipped)
     record = {"migration": "digests", "thinkprobe_version": __version__,
               "finished_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "results": str(root),
