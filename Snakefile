@@ -9,6 +9,18 @@ from snakemake.utils import min_version
 
 min_version("9.0")
 
+# Every config file is read within bounds first (thinkprobe.yamlread: no YAML alias, bounded size and node
+# count), before the configfile directive merges them, which walks every value: an alias bomb given as
+# --configfile stops here with a message naming the file and line (issue 37, item 5).
+from snakemake.exceptions import WorkflowError as _WorkflowError
+from thinkprobe.yamlread import read_yaml as _read_yaml
+
+for _path in ["config/config.yaml", *(workflow.overwrite_configfiles or [])]:
+    try:
+        _read_yaml(_path)
+    except (OSError, ValueError) as _exc:
+        raise _WorkflowError(f"config file {_path}: {_exc}")
+
 
 configfile: "config/config.yaml"
 

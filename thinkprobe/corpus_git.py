@@ -31,7 +31,7 @@ import subprocess
 from pathlib import Path
 from typing import Any, Iterable, Mapping
 
-COMMIT = re.compile(r"^[0-9a-f]{40}$")
+COMMIT = re.compile(r"^[0-9a-f]{40}\Z")
 GIT_TIMEOUT_S = 1800
 
 

@@ -320,13 +320,14 @@ def load_params(config: str | None = None, overrides: list[str] | tuple[str, ...
     """Parameters from a YAML file (its ``analysis`` section, or the whole file) plus ``section.key=value`` overrides."""
     import yaml
 
+    from .yamlread import load_yaml, read_yaml
+
     data: dict[str, Any] = {}
     where = "analysis"
     if config:
         try:
-            with open(config, encoding="utf-8") as fh:
-                loaded = yaml.safe_load(fh) or {}
-        except (OSError, yaml.YAMLError) as exc:
+            loaded = read_yaml(config) or {}
+        except (OSError, ValueError, yaml.YAMLError) as exc:
             raise ParamsError(f"{config}: cannot read the configuration: {exc}") from exc
         if not isinstance(loaded, dict):
             raise ParamsError(f"{config}: expected a mapping at the top level")
@@ -341,5 +342,8 @@ def load_params(config: str | None = None, overrides: list[str] | tuple[str, ...
         data.setdefault(parts[0], {})
         if not isinstance(data[parts[0]], dict):
             raise ParamsError(f"override {item!r}: {parts[0]} is not a section")
-        data[parts[0]][parts[1]] = yaml.safe_load(raw)
+        try:
+            data[parts[0]][parts[1]] = load_yaml(raw, f"override {item!r}")
+        except (ValueError, yaml.YAMLError) as exc:
+            raise ParamsError(f"override {item!r}: {exc}") from None
     return Params.from_dict(data, where)

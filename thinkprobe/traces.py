@@ -146,7 +146,8 @@ def run_name(value: Any) -> str:
 
 
 def safe_id(raw: Any) -> str:
-    """A file name for an id, injective: two different ids never get the same name.
+    """A file name for an id, injective: two different ids never get the same name; ids equal once
+    normalised to Unicode NFC are the same id (the original is normalised first).
 
     An id made only of ASCII letters, digits, ``.``, ``_`` and ``-`` (not starting with ``.``, at most
     120 characters) is its own name, so the ids of ordinary studies stay readable. Any other id becomes
@@ -163,8 +164,10 @@ def safe_id(raw: Any) -> str:
     'Frage-a-'
     >>> safe_id("問題一").startswith("id-")
     True
+    >>> safe_id("Mod\u00e8le") == safe_id("Mode\u0300le")  # NFC and NFD: the same id
+    True
     """
-    raw = str(raw)
+    raw = unicodedata.normalize("NFC", str(raw))  # one id, one name, however its accents are encoded (issue 37)
     if raw and len(raw) <= SAFE_ID_MAX and not _UNSAFE.search(raw) and not raw.startswith(".") \
             and raw not in ("..", "."):
         return raw
@@ -333,7 +336,7 @@ def iter_records(path: str | os.PathLike, max_bytes: int = InputParams.max_trace
     if data.startswith(BOM):
         data = data[len(BOM):]
     if suffix in JSONL_SUFFIXES:
-        yield from _jsonl_records(data, stem, src)
+        yield from _jsonl_records(data, stem, src, max_bytes)
         return
     text = _decode(data, stem, src)
     if isinstance(text, Exclusion):
@@ -368,12 +371,30 @@ def iter_records(path: str | os.PathLike, max_bytes: int = InputParams.max_trace
     yield RawRecord(stem, src, None, text, hashlib.sha256(data).hexdigest())
 
 
-def _jsonl_records(data: bytes, stem: str, src: str) -> Iterator[RawRecord | Exclusion]:
-    for lineno, raw in enumerate(_LINE_END.split(data), 1):
-        if not raw.strip():
-            continue
+def _jsonl_lines(data: bytes, max_bytes: int) -> Iterator[tuple[int, bytes | int]]:
+    """``(line number, line)`` of a JSONL file's bytes; a line longer than ``max_bytes`` is given as its length
+    instead, never copied out of ``data`` (issue 37: a 100 MB line cost 550 MB before it was excluded)."""
+    start = 0
+    lineno = 0
+    for end in _LINE_END.finditer(data):
+        lineno += 1
+        yield lineno, data[start:end.start()] if end.start() - start <= max_bytes else end.start() - start
+        start = end.end()
+    if start < len(data):
+        yield lineno + 1, data[start:] if len(data) - start <= max_bytes else len(data) - start
+
+
+def _jsonl_records(data: bytes, stem: str, src: str,
+                   max_bytes: int = InputParams.max_trace_bytes) -> Iterator[RawRecord | Exclusion]:
+    for lineno, raw in _jsonl_lines(data, max_bytes):
         default_id = f"{stem}-{lineno}"
         where = f"{src}:{lineno}"
+        if isinstance(raw, int):
+            yield Exclusion(default_id, f"too large: a line of {raw:,} bytes (limit {max_bytes:,}; raise "
+                                        "input.max_trace_bytes): not parsed", where)
+            continue
+        if not raw.strip():
+            continue
         line = _decode(raw, default_id, where)
         if isinstance(line, Exclusion):
             yield line

@@ -19,6 +19,7 @@ encoder once for many traces, and adding a question creates new jobs without tou
 
 from __future__ import annotations
 
+import unicodedata
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Mapping
@@ -135,6 +136,7 @@ def _unit_of(raw: RawRecord, entry: dict[str, Any]) -> tuple[UnitKey | None, str
         return None, "no model: the record has no `model` field and the input entry sets no `model`", {}
     qid = ids["question_id"] or (raw.default_id if raw.record is None else ids["original_id"])
     run = ids["run"] or run_name(entry.get("run", INPUT_DEFAULTS["run"]))
+    model, qid, run = (unicodedata.normalize("NFC", str(v)) for v in (model, qid, run))  # one spelling of an id
     original = {"model": model, "question_id": qid, "run": run, "record_id": ids["original_id"]}
     key = UnitKey(safe_id(model), safe_id(entry["question_set"]), safe_id(qid), safe_id(run))
     return key, ids["domain"], original

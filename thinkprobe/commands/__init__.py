@@ -9,4 +9,4 @@ vLLM): each ``run`` imports what it needs when it runs, so ``thinkprobe --help``
 
 #: The subcommands, in the order ``thinkprobe --help`` lists them (each is ``thinkprobe.commands.<name>``).
 COMMANDS = ("analyze", "profile", "ablate", "agree", "validate", "trajectory", "plan", "preflight", "show",
-            "summary")
+            "summary", "migrate")

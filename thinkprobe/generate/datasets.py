@@ -59,7 +59,7 @@ def spec_config(name: str, spec: Mapping[str, Any]) -> str | None:
 def spec_splits(name: str, spec: Mapping[str, Any]) -> list[str]:
     value = spec.get("split", DEFAULT_SPLIT)
     splits = [value] if isinstance(value, str) else list(value or [])
-    if not splits or not all(isinstance(s, str) and re.match(r"^[A-Za-z0-9._-]+$", s) for s in splits):
+    if not splits or not all(isinstance(s, str) and re.match(r"^[A-Za-z0-9._-]+\Z", s) for s in splits):
         raise DatasetError(f"question_sets.{name}.split = {value!r}: a split name (letters, digits, . _ -) or a "
                            "list of them")
     return splits
@@ -79,9 +79,11 @@ def readme_configs(snapshot: Path) -> list[dict[str, Any]] | None:
         return None
     import yaml
 
+    from ..yamlread import load_yaml
+
     try:
-        header = yaml.safe_load(m.group(1)) or {}
-    except yaml.YAMLError:
+        header = load_yaml(m.group(1), str(card)) or {}
+    except (yaml.YAMLError, ValueError):
         return None
     configs = header.get("configs") if isinstance(header, dict) else None
     return [c for c in configs if isinstance(c, dict)] if isinstance(configs, list) else None

@@ -16,12 +16,17 @@ Faults and how they end
     * a reply that is not the expected shape (not JSON, not an object, ``choices`` not a list of objects,
       a non-string text): that prompt's ``error`` (transient: a fault of the endpoint), never an exception
       that costs the other prompts of the call;
+    * a reply whose text cannot be stored (a lone surrogate such as ``\\ud800``, which JSON escapes allow
+      but UTF-8 cannot write): that prompt's ``error`` naming the character, not transient (a seeded request
+      brings the same text again), so the unit is excluded with that reason and the rest of the job goes on;
     * a reply larger than ``max_reply_bytes``, nested deeper than ``max_json_depth`` or holding more than
       ``max_json_containers`` objects and arrays: that prompt's ``error`` (transient, not retried within the
       call), naming the limit. The body is read in pieces and reading stops at the limit (a declared
       ``Content-Length`` over it is refused before reading), and depth and size are checked on the bytes
       before anything is parsed: a hostile or broken endpoint holds at most ``max_reply_bytes`` per request
-      in flight, never a reply's worth of Python objects. At open, ``GET /models`` over a limit is an
+      in flight, never a reply's worth of Python objects. The check is one linear pass (an unterminated
+      string costs what a terminated one does), and an error reply (4xx/5xx) is read under the same limits
+      before its message is parsed. At open, ``GET /models`` over a limit is an
       :class:`EngineError` naming it (never a bare ``RecursionError``).
 
 Token ids, stop reasons and counts
@@ -53,7 +58,6 @@ import http.client
 import json
 import os
 import random
-import re
 import socket
 import threading
 import time
@@ -61,6 +65,7 @@ import urllib.parse
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Mapping, Sequence
 
+from ..boundedjson import json_shape
 from .defaults import HTTP_DEFAULTS
 from .interface import Completion, EngineError, Generation, SamplingSpec
 
@@ -160,7 +165,7 @@ class HttpEngine:
                 status, headers, payload = self._attempt(method, self.base_url + path, data)
                 if status < 300:
                     return self._parse(payload)
-                detail = _error_message(payload, headers.get("Reason", ""))
+                detail = self._error_message(payload, headers.get("Reason", ""))
                 if status not in RETRY_STATUS:
                     raise _Refused(f"HTTP {status}: {detail}")
                 last = f"HTTP {status}: {detail}"
@@ -227,6 +232,8 @@ class HttpEngine:
         seconds = time.perf_counter() - started
         try:
             return _generation(resp, seconds)
+        except _Unstorable as exc:  # the same seeded request brings the same text: that unit's exclusion
+            return Generation([], 0, None, seconds, error=f"the reply's text cannot be stored: {exc}")
         except _Malformed as exc:
             return Generation([], 0, None, seconds, error=f"malformed reply from the endpoint: {exc}",
                               info={"transient": True})
@@ -248,13 +255,29 @@ class HttpEngine:
 
     def _parse(self, payload: bytes) -> Any:
         """A reply's JSON, after its depth and size were checked on the bytes (:func:`json_shape`)."""
+        self._check_shape(payload)
+        return json.loads(payload.decode("utf-8"))
+
+    def _check_shape(self, payload: bytes) -> None:
+        """:class:`_OverLimit` when a body is nested deeper than ``max_json_depth`` or holds more than
+        ``max_json_containers`` objects and arrays; ``ValueError`` when its brackets do not balance."""
         depth, containers = json_shape(payload, self.max_json_depth)
         if depth > self.max_json_depth:
             raise _OverLimit(f"its JSON is nested deeper than max_json_depth = {self.max_json_depth} levels")
         if containers > self.max_json_containers:
             raise _OverLimit(f"its JSON holds {containers} objects and arrays, more than max_json_containers = "
                              f"{self.max_json_containers}")
-        return json.loads(payload.decode("utf-8"))
+
+    def _error_message(self, payload: bytes, reason: str) -> str:
+        """The server's message in an error reply (at most 300 characters). The body was read under
+        ``max_reply_bytes`` like any reply, and it is parsed only within the same depth and container limits
+        (issue 37: 60 MB of ``[{},{},...]`` in a 500 reply reached 1.5 GB per request); a body over them, or
+        one that is no JSON, is quoted as text."""
+        try:
+            self._check_shape(payload)
+        except (_OverLimit, ValueError):
+            return _error_text(payload, reason)
+        return _error_message(payload, reason)
 
     def close(self) -> None:
         self._headers = {}
@@ -274,6 +297,29 @@ class _CrossOrigin(Exception):
 
 class _Malformed(ValueError):
     pass
+
+
+class _Unstorable(ValueError):
+    """A reply whose text holds what UTF-8 cannot store (a lone surrogate such as ``\\ud800``, which JSON
+    escapes allow): not transient, since a seeded request brings the same text again."""
+
+
+def _unstorable(*texts: Any) -> str | None:
+    """What in ``texts`` cannot be written as UTF-8 (a lone surrogate: JSON's ``\\ud800``), else ``None``."""
+    for text in texts:
+        if not isinstance(text, str):
+            continue
+        try:
+            text.encode("utf-8")
+        except UnicodeEncodeError as exc:
+            return (f"a lone surrogate U+{ord(text[exc.start]):04X} at character {exc.start} "
+                    "(not a Unicode character; UTF-8 cannot store it)")
+    return None
+
+
+def storable(text: str) -> str:
+    """``text`` with anything UTF-8 cannot store written as its escape (``\\ud800``): for messages."""
+    return text.encode("utf-8", "backslashreplace").decode("utf-8")
 
 
 def _origin(url: str) -> tuple[str, str, int | None]:
@@ -344,42 +390,6 @@ def _read_capped(resp: http.client.HTTPResponse, max_bytes: int) -> bytes:
             raise _OverLimit(f"the reply exceeds max_reply_bytes = {max_bytes} bytes (reading stopped there)")
 
 
-_JSON_STRING = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"', re.DOTALL)
-_KEEP_BRACKETS = bytes.maketrans(b"{}", b"[]")  # for depth, an object nests like an array
-_NOT_BRACKETS = bytes(b for b in range(256) if b not in b"[]{}")
-
-
-def json_shape(payload: bytes, max_depth: int) -> tuple[int, int]:
-    """``(depth, containers)`` of a JSON text, read from its bytes without parsing it: how deeply its arrays and
-    objects nest (counted up to ``max_depth + 1``: anything deeper reads ``max_depth + 1``) and how many there
-    are.
-
-    Strings are removed first (a bracket inside a string is text), then everything but brackets; each pass
-    then removes the pairs that are empty at its start, so the passes count the depth. A few passes over the
-    bytes at C speed, and nothing is allocated per element. Brackets that do not balance are no JSON:
-    ``ValueError`` (so an unclosed nest never reaches the parser's recursion).
-
-    >>> json_shape(b'{"a": [1, {"b": "[[["}], "c": []}', 64)
-    (3, 4)
-    >>> json_shape(b"[" * 5000 + b"]" * 5000, 64)
-    (65, 5000)
-    >>> json_shape(b"[" * 5000, 64)
-    Traceback (most recent call last):
-    ...
-    ValueError: unbalanced brackets: not JSON
-    """
-    brackets = _JSON_STRING.sub(b"", payload).translate(_KEEP_BRACKETS, _NOT_BRACKETS)
-    containers = brackets.count(b"[")
-    depth = 0
-    while brackets and depth <= max_depth:
-        shorter = brackets.replace(b"[]", b"")  # non-overlapping: one nesting level per pass
-        if len(shorter) == len(brackets):
-            raise ValueError("unbalanced brackets: not JSON")
-        brackets = shorter
-        depth += 1
-    return depth, containers
-
-
 def _generation(resp: Any, seconds: float) -> Generation:
     """The :class:`Generation` of a reply, or :class:`_Malformed` naming what is not the expected shape."""
     if not isinstance(resp, dict):
@@ -410,6 +420,9 @@ def _generation(resp: Any, seconds: float) -> Generation:
         stop_reason = ch.get("stop_reason")
         if not isinstance(stop_reason, (str, int, type(None))) or isinstance(stop_reason, bool):
             raise _Malformed("a choice's 'stop_reason' is not a string or a token id")
+        bad = _unstorable(text, reasoning, stop_reason)
+        if bad:
+            raise _Unstorable(f"choice {len(comps)}: {bad}")
         reason = ch.get("finish_reason")
         comps.append(Completion(text=text or "", token_ids=list(ids or []),
                                 finish_reason=reason if reason in ("stop", "length") else "error",
@@ -435,10 +448,16 @@ def _generation(resp: Any, seconds: float) -> Generation:
 
 
 def _error_message(payload: bytes, reason: str) -> str:
+    """The message of an error body whose shape is within the limits (:meth:`HttpEngine._error_message`)."""
     try:
         data = json.loads(payload.decode("utf-8", "replace"))
         err = data.get("error", data) if isinstance(data, dict) else data
-        msg = err.get("message") if isinstance(err, dict) else str(err)
-        return str(msg or payload.decode("utf-8", "replace"))[:300]
+        msg = err.get("message") if isinstance(err, dict) else str(err)[:300]
+        return storable(str(msg or _error_text(payload, reason)))[:300]
     except Exception:  # noqa: BLE001 - any unreadable body: the status says enough
-        return (payload.decode("utf-8", "replace").strip() or reason)[:300]
+        return _error_text(payload, reason)
+
+
+def _error_text(payload: bytes, reason: str) -> str:
+    """The first 300 characters of an error body as text (only its first 1,200 bytes are decoded)."""
+    return (payload[:1200].decode("utf-8", "replace").strip() or reason)[:300]

@@ -44,12 +44,12 @@ from typing import Any, Mapping
 
 from ..outputs import current_umask, sha256_file
 
-HUB_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*/[A-Za-z0-9][A-Za-z0-9._-]*$")
-COMMIT = re.compile(r"^[0-9a-f]{40}$")
+HUB_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*/[A-Za-z0-9][A-Za-z0-9._-]*\Z")
+COMMIT = re.compile(r"^[0-9a-f]{40}\Z")
 # A branch or tag name as the hub (and git) allow it, slashes included (refs/pr/1, refs/convert/parquet): no
 # "..", no empty or dot-led component, no ".lock" ending, nothing but letters, digits and . _ - /. The schema
 # holds the same pattern (config/schema.yaml `revision`).
-REVISION = re.compile(r"^(?!.*\.\.)(?!.*//)(?!.*\.lock(?:/|$))(?![-/.])(?!.*/[.-])(?!.*/$)[A-Za-z0-9._/-]{1,255}$")
+REVISION = re.compile(r"^(?!.*\.\.)(?!.*//)(?!.*\.lock(?:/|$))(?![-/.])(?!.*/[.-])(?!.*/$)[A-Za-z0-9._/-]{1,255}\Z")
 # Files whose sha256 goes into the manifest (what decides how text becomes tokens and how the model is built).
 HASHED = ("config.json", "generation_config.json", "tokenizer.json", "tokenizer_config.json",
           "special_tokens_map.json", "chat_template.jinja", "chat_template.json", "tokenizer.model", "vocab.json",

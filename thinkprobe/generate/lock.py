@@ -62,12 +62,14 @@ def read_lock(path: str | os.PathLike) -> dict[str, dict[str, dict[str, str]]]:
     """The lock's entries (``{"models": {name: entry}, "datasets": {...}}``); empty when there is no file."""
     import yaml
 
+    from ..yamlread import read_yaml
+
     path = Path(path)
     if not path.is_file():
         return {s: {} for s in SECTIONS}
     try:
-        doc = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
-    except yaml.YAMLError as exc:
+        doc = read_yaml(path) or {}
+    except (yaml.YAMLError, ValueError) as exc:
         raise LockError(f"lock file {path}: not valid YAML ({exc})") from None
     if not isinstance(doc, dict) or set(doc) - set(SECTIONS):
         raise LockError(f"lock file {path}: expected the sections {', '.join(SECTIONS)}, got "

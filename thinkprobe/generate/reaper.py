@@ -53,7 +53,7 @@ ATTRIBUTE_S = 5.0
 EXIT_WAIT_S = 10.0  # how long the engine's processes may take to exit after a kill or a close
 # /dev/shm names that carry their creator's pid: joblib's semaphores, torch's shared tensors
 _PID_NAMED = re.compile(r"^(?:sem\.loky-|torch_)(\d+)[-_]")
-_SHM_NAME = re.compile(r"^[^/\x00]+$")
+_SHM_NAME = re.compile(r"^[^/\x00]+\Z")
 
 
 def _stat(pid: int) -> tuple[int, int] | None:

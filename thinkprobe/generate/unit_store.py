@@ -69,7 +69,8 @@ def verified_store(units: Sequence[Mapping[str, Any]], store: str | os.PathLike,
     Each stored file is verified before reuse (issue 28, item 1): one that is not readable JSON, whose content
     no longer matches its digest or that was stored under another unit's name is moved aside
     (``<name>.altered-<time>-<pid>``, nothing deleted) with a warning, and its unit is generated again. A file
-    written before digests is read as it is. When the unit's trace file exists already, that file holds the
+    without a digest (or with ``integrity: null``) is refused the same way (issue 37): files written before
+    digests pass only through ``thinkprobe migrate``, which seals them and records that it did. When the unit's trace file exists already, that file holds the
     sample the analysis used: the job then stops (:class:`StaleUnits`) naming both files instead of
     generating a different sample behind the analysis's back; moving the trace file aside too and running
     again collects and analyses the unit anew.
@@ -87,7 +88,7 @@ def verified_store(units: Sequence[Mapping[str, Any]], store: str | os.PathLike,
         except (OSError, ValueError) as err:
             doc, why = None, f"it is not readable JSON ({type(err).__name__})"
         else:
-            why = integrity.problem(doc, store_key(u["unit"]), required=False)
+            why = integrity.problem(doc, store_key(u["unit"]))
         if why is None:
             out[UnitKey(**u["unit"]).path] = integrity.unsealed(doc)
             continue

@@ -111,11 +111,22 @@ class VllmEngine:
         os.environ["VLLM_RPC_BASE_PATH"] = self._scratch
         self._watchdog = reaper.start(self._scratch)
         started = time.perf_counter()
+        # vLLM's rendezvous file (``<temporary folder>/vllm_dist_<uuid>``, made at start in this process or
+        # the engine core it starts) goes to the scratch folder too, so every exit path removes it: the
+        # engine's close, its watchdog after a kill, the next job's sweep (issue 37: each killed engine left one)
+        saved_tmp = os.environ.get("TMPDIR"), tempfile.tempdir
+        os.environ["TMPDIR"], tempfile.tempdir = self._scratch, self._scratch
         try:
             self._llm = LLM(model=str(folder), **self.args)
         except Exception as exc:  # vLLM raises many types; the message is what matters
             self._finish()
             raise EngineError(f"model {self.model!r}: vLLM could not start on {folder}: {exc}") from exc
+        finally:
+            if saved_tmp[0] is None:
+                os.environ.pop("TMPDIR", None)
+            else:
+                os.environ["TMPDIR"] = saved_tmp[0]
+            tempfile.tempdir = saved_tmp[1]
         self.start_seconds = time.perf_counter() - started
         tok_file = folder / "tokenizer.json"
         self.tokenizer_sha256 = sha256_file(tok_file) if tok_file.is_file() else None

@@ -14,10 +14,10 @@ so what the page flags is what the join counts.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any, Callable, Mapping
 
+from ..boundedjson import read_json_bounded
 from ..units import UnitKey, unit_path
 from ..view.pagedata import PageData
 from ..view.reference import bundled_reference, study_reference
@@ -28,9 +28,10 @@ class ShowError(ValueError):
 
 
 def _read_json(path: Path) -> dict[str, Any]:
+    from .unitfiles import MAX_UNIT_BYTES
+
     try:
-        with open(path, encoding="utf-8") as fh:
-            return json.load(fh)
+        return read_json_bounded(path, MAX_UNIT_BYTES)
     except (OSError, ValueError) as exc:
         raise ShowError(f"{path}: cannot read: {exc}") from exc
 

@@ -79,7 +79,7 @@ def sample_batch(trace_paths: Sequence[str], out_path: str, model_cfg: Mapping[s
     the same trace bytes, settings, model and gold) is taken from there; the engine starts only when some
     trace still needs it, so a rerun whose continuations are all stored starts no engine (issue 19, item 7).
     """
-    from ..generate.engine import open_engine
+    from ..generate.lazy_engine import engine_for_work
 
     cfg = SamplingConfig.from_config(traj)
     ident = batch_identity(traj, model_cfg)
@@ -108,10 +108,13 @@ def sample_batch(trace_paths: Sequence[str], out_path: str, model_cfg: Mapping[s
     if not usable:
         log(f"all {reused} readable traces of the batch already sampled (store): no engine started")
     else:
-        log(f"{reused} traces already sampled (store), {len(usable)} to sample")
-        engine = open_engine(model_cfg)
+        log(f"{reused} traces already sampled (store), {len(usable)} to assemble or sample")
+        # the engine starts at its first generate: a batch rebuilt from intact parts starts none (issue 37)
+        engine = engine_for_work(model_cfg, log)
         engine_seconds = time.perf_counter() - t0
-        log(f"engine {engine.backend} {engine.version} for {engine.model}: {engine_seconds:.1f} s")
+        log(f"engine {engine.backend} {engine.version} for {engine.model}"
+            + (": not started until a prefix needs sampling" if getattr(engine, "started", True) is False else "")
+            + f": {engine_seconds:.1f} s")
         try:
             tok = engine.tokenizer()
             traces: list[tuple[int, RealizedTrace]] = []
@@ -129,6 +132,10 @@ def sample_batch(trace_paths: Sequence[str], out_path: str, model_cfg: Mapping[s
                     finished.put(units[i], keys[i], d)
         finally:
             engine.close()
+        if getattr(engine, "started", True) is False:
+            log("every checkpoint of the batch was in the store: no engine started")
+        engine_seconds += getattr(engine, "start_seconds", None) or 0.0
+        stats["engine_started"] = getattr(engine, "started", True)
     stats.update(engine_seconds=engine_seconds, job_seconds=time.perf_counter() - t0, documents_reused=reused)
     write_batch(out_path, {"documents": docs, "stats": stats,
                            "provenance": provenance(code_modules(sample_traces), cfg.as_dict(),

@@ -12,7 +12,13 @@ it was written, or copied to another unit's place, is not used. The reading job 
 excludes that unit for this run, and marks the file out of date (:func:`thinkprobe.integrity.outdate`: its
 time set to the epoch; it stays in place, so the other jobs of the running workflow that list it still
 start): the next ``snakemake`` run recomputes it from its inputs, and what follows from it. A file without a
-digest (written before digests, or by hand) is read as it is.
+digest (or with ``integrity: null``) is refused like an altered one (issue 37: deleting the block must not
+switch verification off); files written before digests pass only through the explicit, recorded migration
+``thinkprobe migrate`` (:mod:`thinkprobe.migrate`).
+
+A unit file is read only as a regular file of at most :data:`MAX_UNIT_BYTES` (a symlink to ``/dev/zero``, a
+FIFO or a file grown past the cap is refused naming it, never read for ever), and its JSON nests at most
+:data:`thinkprobe.boundedjson.MAX_JSON_DEPTH` levels (checked on the bytes before parsing).
 """
 
 from __future__ import annotations
@@ -25,6 +31,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from .. import integrity
+from ..boundedjson import read_json_bounded
 from ..outputs import atomic_write_bytes, provenance, write_json
 from ..units import unit_path
 
@@ -32,6 +39,11 @@ from ..units import unit_path
 # model that answered other questions only); its files exist because a shard's outputs are one static
 # pattern over every model x run, but it is no unit of the study: no table, no exclusion, no count.
 STATUSES = ("ok", "missing", "excluded", "absent")
+
+
+# The largest unit file read (a trace's unit file holds a trace under input.max_trace_bytes, 2 MB by default, with
+# its token ids and provenance; a graph file a few times its text): 256 MiB.
+MAX_UNIT_BYTES = 256 * 2**20
 
 
 class UnitFileError(ValueError):
@@ -153,11 +165,10 @@ def read_unit(path: str | Path, outdate: bool = False) -> dict[str, Any]:
     verification (then a warning goes to stderr, and with ``outdate`` the file is marked out of date so that
     the workflow recomputes it: the stage jobs do this, readers outside the workflow do not)."""
     try:
-        with open(path, encoding="utf-8") as fh:
-            doc = json.load(fh)
+        doc = read_json_bounded(path, MAX_UNIT_BYTES)
     except (OSError, ValueError) as exc:
         raise UnitFileError(f"{path}: cannot read unit file: {exc}") from exc
-    why = integrity.problem(doc, unit_key(path), required=False)
+    why = integrity.problem(doc, unit_key(path))
     if why is not None:
         raise _refuse(path, why, outdate)
     if not isinstance(doc, dict) or doc.get("status") not in STATUSES or "unit" not in doc:
@@ -198,11 +209,10 @@ def load_embeddings(path: str | Path, outdate: bool = True):
             block = json.loads(str(data["integrity"])) if "integrity" in data.files else None
     except (OSError, ValueError, KeyError) as exc:
         raise UnitFileError(f"{path}: cannot read embeddings: {exc}") from exc
-    if block is not None:
-        why = integrity.problem({"tu": _array_digest(np.ascontiguousarray(tu)), integrity.FIELD: block},
-                                unit_key(path))
-        if why is not None:
-            raise _refuse(path, why, outdate)
+    why = integrity.problem({"tu": _array_digest(np.ascontiguousarray(tu)), integrity.FIELD: block},
+                            unit_key(path))
+    if why is not None:
+        raise _refuse(path, why, outdate)
     return tu
 
 

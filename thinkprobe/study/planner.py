@@ -532,16 +532,14 @@ def _analysis_rows(study: StudyPlan, config: Mapping[str, Any], collect: Collect
 def study_config(configfiles: list[str | Path], base: str | Path = ".") -> dict[str, Any]:
     """The config Snakemake would use: ``config/config.yaml`` of ``base`` (else of this checkout), each
     ``--configfile`` merged over it recursively (Snakemake's rule), validated with the schema's defaults."""
-    import yaml
-
     from ..config import load_schema, validate_config
+    from ..yamlread import read_yaml
 
     base = Path(base)
     root = base if (base / "config" / "config.yaml").is_file() else Path(__file__).resolve().parents[2]
-    config: dict[str, Any] = yaml.safe_load((root / "config" / "config.yaml").read_text(encoding="utf-8")) or {}
+    config: dict[str, Any] = read_yaml(root / "config" / "config.yaml") or {}
     for path in configfiles:
-        with open(path, encoding="utf-8") as fh:
-            _merge(config, yaml.safe_load(fh) or {})
+        _merge(config, read_yaml(path) or {})  # aliases refused before the merge walks anything
     schema_root = root if (root / "config" / "schema.yaml").is_file() else Path(__file__).resolve().parents[2]
     config = validate_config(config, load_schema(schema_root / "config" / "schema.yaml"),
                              ", ".join(str(p) for p in configfiles) or "config/config.yaml")

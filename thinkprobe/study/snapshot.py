@@ -98,9 +98,8 @@ def study_config(configfiles: tuple[str, ...] = (STUDY_CONFIG,), root: str | Pat
     hashes of :func:`table_code`, the parameters of :func:`rederive`), and a machine without the study's
     inputs or second encoder must still be able to tell whether the snapshot is current.
     """
-    import yaml
-
     from ..config import _fill_defaults, load_schema
+    from ..yamlread import read_yaml
 
     root = Path(root)
 
@@ -110,9 +109,9 @@ def study_config(configfiles: tuple[str, ...] = (STUDY_CONFIG,), root: str | Pat
             out[k] = merge(out[k], v) if isinstance(v, dict) and isinstance(out.get(k), dict) else v
         return out
 
-    cfg = yaml.safe_load((root / "config" / "config.yaml").read_text(encoding="utf-8"))
+    cfg = read_yaml(root / "config" / "config.yaml")
     for f in configfiles:
-        cfg = merge(cfg, yaml.safe_load((root / f).read_text(encoding="utf-8")) or {})
+        cfg = merge(cfg, read_yaml(root / f) or {})
     return _fill_defaults(cfg, load_schema(root / "config" / "schema.yaml"))
 
 
@@ -305,8 +304,10 @@ def study_override(corpus: str | Path, path: str | Path, root: str | Path = ".")
 
     import yaml
 
+    from ..yamlread import read_yaml
+
     corpus = Path(corpus).resolve()
-    study = yaml.safe_load((Path(root) / STUDY_CONFIG).read_text(encoding="utf-8"))
+    study = read_yaml(Path(root) / STUDY_CONFIG)
     inputs = []
     for i, entry in enumerate(study["inputs"]):
         entry = dict(entry)

@@ -1,0 +1,90 @@
+"""An engine that starts only when something is generated (issue 37, item 5): :func:`engine_for_work`.
+
+A sampling job whose batch is rebuilt from intact parts of the continuation store (a finished document was
+refused, every part is intact) has nothing to sample, yet it needs what identifies the engine before it can
+tell: the tokenizer (to read the traces' checkpoints), the context length (part of the store's key), the
+backend, model and version (the documents' provenance). For vLLM all of these are known without starting
+it when the model's ``engine.max_model_len`` is configured: the tokenizer is read from the model's folder
+(the same ``tokenizer.json`` whose sha256 is the engine's ``tokenizer_sha256``), the version from the
+installed distribution. :class:`LazyVllmEngine` gives them and starts the real engine (:class:`VllmEngine`)
+at the first :meth:`~LazyVllmEngine.generate`; a job that generates nothing starts none (before: 40-47 s
+here, a GPU allocation and a model load on a cluster, for nothing).
+
+Without a configured ``max_model_len`` (vLLM then takes the model's own, derived at start) and for the HTTP
+backend (opening it costs one ``GET /models``), :func:`engine_for_work` opens the engine as before.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any, Callable, Mapping, Sequence
+
+from .interface import Generation, SamplingSpec
+
+
+class LazyVllmEngine:
+    """The identity of a vLLM engine without the engine; :meth:`generate` starts it (once)."""
+
+    backend = "vllm"
+
+    def __init__(self, model_cfg: Mapping[str, Any], max_model_len: int, log: Callable[[str], None] = print):
+        from ..outputs import sha256_file
+        from .models import resolve_model
+        from .vllm_engine import engine_version
+
+        self._cfg = dict(model_cfg)
+        self._log = log
+        self.model = str(model_cfg.get("name") or model_cfg.get("path"))
+        self.folder, self.source = resolve_model(model_cfg)
+        self.version = engine_version()
+        self.max_model_len = int(max_model_len)
+        tok_file = self.folder / "tokenizer.json"
+        self.tokenizer_sha256 = sha256_file(tok_file) if tok_file.is_file() else None
+        self._tok = None
+        self._engine = None
+        self.start_seconds: float | None = None
+
+    @property
+    def started(self) -> bool:
+        return self._engine is not None
+
+    def tokenizer(self):
+        if self._engine is not None:
+            return self._engine.tokenizer()
+        if self._tok is None:
+            from transformers import AutoTokenizer
+
+            self._tok = AutoTokenizer.from_pretrained(str(self.folder))
+        return self._tok
+
+    def generate(self, prompts: Sequence[str | Sequence[int]], sampling: Sequence[SamplingSpec]) -> list[Generation]:
+        if self._engine is None:
+            from .engine import EngineError, open_engine
+
+            t0 = time.perf_counter()
+            engine = open_engine(self._cfg)
+            self.start_seconds = time.perf_counter() - t0
+            if int(engine.max_model_len) != self.max_model_len or engine.tokenizer_sha256 != self.tokenizer_sha256:
+                engine.close()
+                raise EngineError(f"model {self.model!r}: the engine started with max_model_len "
+                                  f"{engine.max_model_len} and tokenizer {engine.tokenizer_sha256}, not the "
+                                  f"{self.max_model_len} and {self.tokenizer_sha256} read from its config")
+            self._engine = engine
+            self._log(f"engine {engine.backend} {engine.version} for {engine.model} started for the first prefixes "
+                      f"to sample: {self.start_seconds:.1f} s")
+        return self._engine.generate(prompts, sampling)
+
+    def close(self) -> None:
+        if self._engine is not None:
+            self._engine.close()
+
+
+def engine_for_work(model_cfg: Mapping[str, Any], log: Callable[[str], None] = print):
+    """A :class:`LazyVllmEngine` where a vLLM engine's identity is known without starting it, else the engine
+    itself (:func:`thinkprobe.generate.engine.open_engine`)."""
+    from .engine import open_engine
+
+    max_len = (model_cfg.get("engine") or {}).get("max_model_len")
+    if model_cfg.get("backend") == "vllm" and max_len:
+        return LazyVllmEngine(model_cfg, int(max_len), log)
+    return open_engine(model_cfg)
