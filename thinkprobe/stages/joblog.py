@@ -19,6 +19,10 @@ inside ``with open(log)`` loses the traceback: Python prints it after the block,
 :class:`~thinkprobe.timing.JobClock`), and :func:`~thinkprobe.generate.gpu_guard.require_gpus` fails a job that asked
 for GPUs it cannot use, before it loads anything.
 
+Importing this module (the first import of every rule script) also drops from ``sys.path`` the folders that
+Snakemake's script preamble copies from the process that launched the job (:mod:`thinkprobe.own_env`), so
+that everything the job imports afterwards comes from the environment its rule names.
+
 This module is the job's plumbing and nothing else: every public name it defines or imports is what a rule
 script uses only to run its job, never to make an output, so the rules' code hashes leave it out
 (:func:`thinkprobe.codedeps.job_log_entries`, read from this file). A name needed here for another reason is
@@ -34,6 +38,10 @@ import sys
 import traceback
 from pathlib import Path
 from typing import IO, Iterator
+
+from ..own_env import use_own_environment as _use_own_environment
+
+_use_own_environment()  # before anything else is imported: the job's own environment only (thinkprobe.own_env)
 
 from ..generate.gpu_guard import require_gpus  # noqa: F401 - plumbing of a GPU job's script
 from ..timing import JobClock
