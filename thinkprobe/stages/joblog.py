@@ -27,6 +27,11 @@ This module is the job's plumbing and nothing else: every public name it defines
 script uses only to run its job, never to make an output, so the rules' code hashes leave it out
 (:func:`thinkprobe.codedeps.job_log_entries`, read from this file). A name needed here for another reason is
 imported under a leading underscore.
+
+While the block runs, SIGTERM (SLURM sends it ``resources.term_before_s`` seconds before a job's wall time,
+and on a preemption or ``scancel``) raises :class:`Terminated`: the job stops where it is, its ``finally``
+blocks close the engine, and it exits with 143 keeping every unit it stored (collection and sampling store
+each finished chunk at once).
 """
 
 from __future__ import annotations
@@ -34,7 +39,9 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import signal
 import sys
+import threading
 import traceback
 from pathlib import Path
 from typing import IO, Iterator
@@ -45,6 +52,34 @@ _use_own_environment()  # before anything else is imported: the job's own enviro
 
 from ..generate.gpu_guard import require_gpus  # noqa: F401 - plumbing of a GPU job's script
 from ..timing import JobClock
+
+
+class Terminated(SystemExit):
+    """The job got SIGTERM: SLURM's warning before its wall time ends (``resources.term_before_s``), a
+    preemption or a cancel. Raised in the job's main thread wherever it is, so that ``finally`` blocks run (the
+    engine is closed, its workers end) and the job exits at once with 143 (128 + SIGTERM): the units it stored
+    (each finished chunk, atomically) stay, the chunk in flight is dropped, and its rerun resumes from the store."""
+
+    def __init__(self) -> None:
+        super().__init__(128 + signal.SIGTERM)
+
+
+def _on_sigterm(signum, frame):
+    raise Terminated()
+
+
+@contextlib.contextmanager
+def _sigterm_ends_the_job() -> Iterator[None]:
+    """Within the block, SIGTERM raises :class:`Terminated` (Python's default would kill the process without
+    running any ``finally``); the previous handler is restored after. Only the main thread can do this."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.signal(signal.SIGTERM, _on_sigterm)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
 @contextlib.contextmanager
@@ -65,8 +100,12 @@ def job_log(path: str | os.PathLike, mode: str = "w") -> Iterator[IO[str]]:
         os.dup2(log.fileno(), 2)
     sys.stderr = log
     try:
-        yield log
+        with _sigterm_ends_the_job():
+            yield log
     except BaseException as exc:
+        if isinstance(exc, Terminated):
+            log.write("job: SIGTERM (SLURM's warning before the wall time, a preemption or a cancel): stopped; "
+                      "what it stored stays, and its rerun resumes from there\n")
         if not isinstance(exc, (SystemExit, GeneratorExit)) or (isinstance(exc, SystemExit) and exc.code):
             log.write("".join(traceback.format_exception(type(exc), exc, exc.__traceback__)))
         raise
