@@ -264,7 +264,7 @@ def job_log_entries() -> frozenset[Ref]:
     there is left out of every hash without being named anywhere else.
 
     >>> sorted(n for m, n in job_log_entries() if m == JOB_LOG_MODULE)
-    ['JobClock', 'Terminated', 'job_log', 'log_timing', 'require_gpus']
+    ['JobClock', 'job_log', 'log_timing', 'require_gpus']
     >>> ("timing", "JobClock") in job_log_entries()
     True
     """

@@ -29,7 +29,7 @@ script uses only to run its job, never to make an output, so the rules' code has
 imported under a leading underscore.
 
 While the block runs, SIGTERM (SLURM sends it ``resources.term_before_s`` seconds before a job's wall time,
-and on a preemption or ``scancel``) raises :class:`Terminated`: the job stops where it is, its ``finally``
+and on a preemption or ``scancel``) raises :class:`_Terminated`: the job stops where it is, its ``finally``
 blocks close the engine, and it exits with 143 keeping every unit it stored (collection and sampling store
 each finished chunk at once).
 """
@@ -54,7 +54,7 @@ from ..generate.gpu_guard import require_gpus  # noqa: F401 - plumbing of a GPU 
 from ..timing import JobClock
 
 
-class Terminated(SystemExit):
+class _Terminated(SystemExit):
     """The job got SIGTERM: SLURM's warning before its wall time ends (``resources.term_before_s``), a
     preemption or a cancel. Raised in the job's main thread wherever it is, so that ``finally`` blocks run (the
     engine is closed, its workers end) and the job exits at once with 143 (128 + SIGTERM): the units it stored
@@ -65,12 +65,12 @@ class Terminated(SystemExit):
 
 
 def _on_sigterm(signum, frame):
-    raise Terminated()
+    raise _Terminated()
 
 
 @contextlib.contextmanager
 def _sigterm_ends_the_job() -> Iterator[None]:
-    """Within the block, SIGTERM raises :class:`Terminated` (Python's default would kill the process without
+    """Within the block, SIGTERM raises :class:`_Terminated` (Python's default would kill the process without
     running any ``finally``); the previous handler is restored after. Only the main thread can do this."""
     if threading.current_thread() is not threading.main_thread():
         yield
@@ -103,7 +103,7 @@ def job_log(path: str | os.PathLike, mode: str = "w") -> Iterator[IO[str]]:
         with _sigterm_ends_the_job():
             yield log
     except BaseException as exc:
-        if isinstance(exc, Terminated):
+        if isinstance(exc, _Terminated):
             log.write("job: SIGTERM (SLURM's warning before the wall time, a preemption or a cancel): stopped; "
                       "what it stored stays, and its rerun resumes from there\n")
         if not isinstance(exc, (SystemExit, GeneratorExit)) or (isinstance(exc, SystemExit) and exc.code):
