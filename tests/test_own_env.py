@@ -78,7 +78,7 @@ def test_a_job_imports_only_from_its_own_environment(tmp_path):
             envmodules: "jobenv"
             script: "workflow/scripts/leak.py"
         '''))
-    env = dict(os.environ)
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}  # the job finds thinkprobe in the workflow folder
     env["BASH_FUNC_module%%"] = f'() {{ if [ "$1" = load ]; then export PATH="{job}/bin:$PATH"; fi; }}'
     run = subprocess.run([str(Path(sys.executable).parent / "snakemake"), "-s", str(wf / "Snakefile"), "-d", str(wf),
                           "--cores", "1", "--sdm", "env-modules", "--quiet"], env=env, capture_output=True, text=True)
