@@ -72,6 +72,16 @@ import os as _os
 
 _os.environ.update(SBATCH_NO_REQUEUE="1")
 
+# ... so a PREEMPTED job never comes back: the SLURM plugin must report it as ended (it would poll it forever)
+from thinkprobe.study.slurm_states import install as _install_slurm_states
+
+_install_slurm_states(workflow)
+
+# SLURM's warning before it kills a job at its wall time: SIGTERM resources.term_before_s seconds earlier, on which
+# a job stops, keeps what it stored and exits (thinkprobe.stages.joblog); a --signal in slurm_extra wins over it
+if config["resources"]["term_before_s"] and "SBATCH_SIGNAL" not in _os.environ:
+    _os.environ["SBATCH_SIGNAL"] = f"TERM@{config['resources']['term_before_s']}"
+
 try:
     DISCOVERY = discover(
         INPUTS,  # config["inputs"] with each git entry as a path inside its clone

@@ -62,6 +62,23 @@ def unit_seed(base: int, unit: UnitKey, attempt: int = 0) -> int:
     return int(hashlib.sha256(key.encode()).hexdigest()[:8], 16) & 0x7FFFFFFF
 
 
+def chunk_prompts(cap: int, save_every_s: float, job_seconds: float, units: int) -> int:
+    """Prompts per engine call of a collection job: as many as are expected to finish within ``save_every_s``
+    seconds of engine time (``job_seconds / units`` per unit: the planner's expected time of the job, its
+    start-up allowance included, so the estimate errs towards saving more often), at least 1, at most ``cap``
+    (``collection.chunk_prompts``). A job stores each finished chunk at once, so a job killed at its wall time,
+    by a preemption or by SIGTERM loses at most about ``save_every_s`` of engine time.
+
+    >>> chunk_prompts(64, 180, 900, 60)  # a ThinkProbe batch: 60 units expected in 15 minutes
+    12
+    >>> chunk_prompts(64, 180, 60, 60), chunk_prompts(64, 180, 36000, 10), chunk_prompts(64, 180, 0, 0)
+    (64, 1, 64)
+    """
+    if units <= 0 or job_seconds <= 0:
+        return cap
+    return max(1, min(cap, int(save_every_s * units // job_seconds)))
+
+
 def question_dict(q: Question) -> dict[str, Any]:
     return {"id": q.id, "question_set": q.question_set, "task": q.task, "text": q.text, "domain": q.domain,
             "gold": q.gold, "choices": [list(c) for c in q.choices]}

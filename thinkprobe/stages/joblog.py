@@ -19,10 +19,19 @@ inside ``with open(log)`` loses the traceback: Python prints it after the block,
 :class:`~thinkprobe.timing.JobClock`), and :func:`~thinkprobe.generate.gpu_guard.require_gpus` fails a job that asked
 for GPUs it cannot use, before it loads anything.
 
+Importing this module (the first import of every rule script) also drops from ``sys.path`` the folders that
+Snakemake's script preamble copies from the process that launched the job (:mod:`thinkprobe.own_env`), so
+that everything the job imports afterwards comes from the environment its rule names.
+
 This module is the job's plumbing and nothing else: every public name it defines or imports is what a rule
 script uses only to run its job, never to make an output, so the rules' code hashes leave it out
 (:func:`thinkprobe.codedeps.job_log_entries`, read from this file). A name needed here for another reason is
 imported under a leading underscore.
+
+While the block runs, SIGTERM (SLURM sends it ``resources.term_before_s`` seconds before a job's wall time,
+and on a preemption or ``scancel``) raises :class:`_Terminated`: the job stops where it is, its ``finally``
+blocks close the engine, and it exits with 143 keeping every unit it stored (collection and sampling store
+each finished chunk at once).
 """
 
 from __future__ import annotations
@@ -30,13 +39,47 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import signal
 import sys
+import threading
 import traceback
 from pathlib import Path
 from typing import IO, Iterator
 
+from ..own_env import use_own_environment as _use_own_environment
+
+_use_own_environment()  # before anything else is imported: the job's own environment only (thinkprobe.own_env)
+
 from ..generate.gpu_guard import require_gpus  # noqa: F401 - plumbing of a GPU job's script
 from ..timing import JobClock
+
+
+class _Terminated(SystemExit):
+    """The job got SIGTERM: SLURM's warning before its wall time ends (``resources.term_before_s``), a
+    preemption or a cancel. Raised in the job's main thread wherever it is, so that ``finally`` blocks run (the
+    engine is closed, its workers end) and the job exits at once with 143 (128 + SIGTERM): the units it stored
+    (each finished chunk, atomically) stay, the chunk in flight is dropped, and its rerun resumes from the store."""
+
+    def __init__(self) -> None:
+        super().__init__(128 + signal.SIGTERM)
+
+
+def _on_sigterm(signum, frame):
+    raise _Terminated()
+
+
+@contextlib.contextmanager
+def _sigterm_ends_the_job() -> Iterator[None]:
+    """Within the block, SIGTERM raises :class:`_Terminated` (Python's default would kill the process without
+    running any ``finally``); the previous handler is restored after. Only the main thread can do this."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.signal(signal.SIGTERM, _on_sigterm)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
 @contextlib.contextmanager
@@ -57,8 +100,12 @@ def job_log(path: str | os.PathLike, mode: str = "w") -> Iterator[IO[str]]:
         os.dup2(log.fileno(), 2)
     sys.stderr = log
     try:
-        yield log
+        with _sigterm_ends_the_job():
+            yield log
     except BaseException as exc:
+        if isinstance(exc, _Terminated):
+            log.write("job: SIGTERM (SLURM's warning before the wall time, a preemption or a cancel): stopped; "
+                      "what it stored stays, and its rerun resumes from there\n")
         if not isinstance(exc, (SystemExit, GeneratorExit)) or (isinstance(exc, SystemExit) and exc.code):
             log.write("".join(traceback.format_exception(type(exc), exc, exc.__traceback__)))
         raise
