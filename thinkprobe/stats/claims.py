@@ -24,6 +24,7 @@ tables (``metrics``, ``cycles``, ``ablation_traces``) and the study's statistics
 
 from __future__ import annotations
 
+import json
 import re
 from dataclasses import dataclass
 from typing import Any
@@ -363,10 +364,10 @@ def not_comparable_rows(t: dict[str, pd.DataFrame], alpha: float,
 
     rows = []
 
-    def add(key: str, here: str, detail: str = "") -> None:
+    def add(key: str, here: str, detail: str = "", **extra: Any) -> None:
         n = NOT_COMPARABLE[key]
         rows.append(_row("not_comparable", key, question=n.finding, here=here, paper=n.why, detail=detail,
-                         table=n.table, quote=" | ".join(n.quote), verdict="not comparable"))
+                         table=n.table, quote=" | ".join(n.quote), verdict="not comparable", **extra))
 
     if "model_vs_domain" in t and "corrected_model" in t["model_vs_domain"]:
         rd = t["model_vs_domain"]
@@ -385,7 +386,7 @@ def not_comparable_rows(t: dict[str, pd.DataFrame], alpha: float,
                     f"{j['null_p95']:g}, p {j['p']:.3g}" if j else "joint null not computed")
             parts.append(f"{g}: {above} / {len(grp)} above the null's 95th percentile ({null}), {holm_sig} / "
                          f"{len(grp)} with Holm-adjusted p_perm < {alpha:g} within its families")
-        add("effects_above_chance", "; ".join(parts))
+        add("effects_above_chance", "; ".join(parts), criteria=json.dumps(joint or {}))
     if "encoder_sensitivity" in t:
         s = t["encoder_sensitivity"]
         s = s[s.kind == "dimension"]

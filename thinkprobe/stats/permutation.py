@@ -253,7 +253,8 @@ def joint_exceedances(table: pd.DataFrame, targets: Sequence[str], grouping: str
 
     Returns ``observed``, ``null_mean`` (= (1 - level) x the targets, by linearity, up to the quantile's
     discreteness), ``null_p95`` (95th percentile of the count under the joint null), ``p`` (share of
-    shufflings with a count at least the observed one, (1 + #) / (B + 1)) and ``n_targets``.
+    shufflings with a count at least the observed one, (1 + #) / (B + 1)) and ``n_targets``; the percentile of a
+    count is one of its values (inverted CDF).
     """
     g = table[grouping].astype(str)
     keep = (g != "").to_numpy()
@@ -283,5 +284,5 @@ def joint_exceedances(table: pd.DataFrame, targets: Sequence[str], grouping: str
         observed += int(eps > q)
         above_null += (null > q)
     return {"observed": float(observed), "null_mean": float(above_null.mean()),
-            "null_p95": float(np.percentile(above_null, 95)),
+            "null_p95": float(np.quantile(above_null, 0.95, method="inverted_cdf")),
             "p": float((1 + (above_null >= observed).sum()) / (b + 1)), "n_targets": float(len(targets))}

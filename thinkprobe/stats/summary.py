@@ -66,6 +66,25 @@ def _holm_on_page(t: dict[str, pd.DataFrame], key: tuple) -> str:
     return _pb(ph, bound)
 
 
+def joint_null(t: dict[str, pd.DataFrame]) -> dict[str, dict[str, float]]:
+    """Per grouping, the joint null of the count of targets above their null's 95th percentile (one shuffling
+    for all targets), as the claims table stores it (:func:`.claims.joint_nulls`); empty when absent."""
+    c = t.get("claims")
+    if c is None or "criteria" not in c:
+        return {}
+    row = c[(c.kind == "not_comparable") & (c.key == "effects_above_chance")]
+    return json.loads(row.criteria.iloc[0] or "{}") if len(row) else {}
+
+
+def chance_count(t: dict[str, pd.DataFrame], grouping: str, above: int, n: int) -> str:
+    """``k / n targets above ...`` read against the joint null when the claims table has it."""
+    j = joint_null(t).get(grouping)
+    if j:
+        return (f"{above} / {n} targets above it (joint null, one shuffling for all targets: {j['null_mean']:.1f} "
+                f"on average, 95th percentile {j['null_p95']:g}, p {_p(j['p'])})")
+    return f"{above} / {n} targets above it ({expected_exceedances(n):.1f} expected by chance, if independent)"
+
+
 def load_tables(stats_dir: str | Path) -> dict[str, pd.DataFrame]:
     """The :data:`SNAPSHOT_TABLES` present in ``stats_dir`` (``<name>.parquet``)."""
     d = Path(stats_dir)
@@ -106,8 +125,7 @@ def _kruskal_rows(t: dict[str, pd.DataFrame]) -> list[Row]:
             above = int((grp.epsilon2 > grp.epsilon2_null_p95).sum())
             parts.append(f"{g} ({kk} groups, {grp.permutation.iloc[0]}): null mean {_f(grp.epsilon2_null_mean.min())}.."
                          f"{_f(grp.epsilon2_null_mean.max())}, 95th pct up to {_f(grp.epsilon2_null_p95.max())}; "
-                         f"{above} / {len(grp)} targets above it ({expected_exceedances(len(grp)):.1f} expected by "
-                         "chance)")
+                         + chance_count(t, g, above, len(grp)))
         b = int(k.B.iloc[0])
         mcse = f"; Monte Carlo SE of p_perm at most {_f(k.p_perm_mcse.max(), 4)}" if "p_perm_mcse" in k else ""
         rows.append((f"epsilon^2 expected by chance (permutation null, B = {b:,}{mcse})", "; ".join(parts),
