@@ -84,7 +84,11 @@ def headline_block(folder: Path, shown: str, page: str = "README.md") -> str:
             if m is not None else "the study")
     c = counts(tables["claims"]) if "claims" in tables else None
     lines = [f"Corpus study: {size} (snapshot `{shown}`, commit {run.get('commit', '?')}, {run.get('date', '?')})."]
-    if c:
+    if c and "register" not in tables["claims"]:
+        from .summary import PREDATES
+
+        lines += ["", PREDATES, ""]
+    elif c:
         claims = tables["claims"]
         rep = claims[claims.kind == "replication"]
         reg = run.get("register") or {}

@@ -113,7 +113,8 @@ def bca_interval(boot: np.ndarray, est: float, jack: np.ndarray, level: float) -
     """The BCa interval of ``boot`` (resample values) around ``est`` with jackknife values ``jack``.
 
     Falls back to the percentile interval when the bias correction is undefined (every resample on one side
-    of the estimate) and returns ``[est, est]`` for a constant statistic.
+    of the estimate) or so extreme that both adjusted quantiles fall on one side of the estimate, and returns
+    ``[est, est]`` for a constant statistic.
 
     >>> rng = np.random.default_rng(0); x = rng.normal(size=200)
     >>> b = np.array([x[rng.integers(0, 200, 200)].mean() for _ in range(2000)])
@@ -145,6 +146,8 @@ def bca_interval(boot: np.ndarray, est: float, jack: np.ndarray, level: float) -
     for q in (alpha, 1.0 - alpha):
         zq = norm.ppf(q)
         out.append(float(np.quantile(b, norm.cdf(z0 + (z0 + zq) / (1.0 - a * (z0 + zq))))))
+    if not out[0] <= est <= out[1]:  # an extreme bias correction pushed both ends past the estimate
+        return percentile_interval(b, level)
     return out[0], out[1]
 
 

@@ -34,6 +34,9 @@ from .multiplicity import expected_exceedances
 SNAPSHOT_TABLES = ("kruskal", "model_vs_domain", "cycles_summary", "length_excluded", "length_partial",
                    "aggregation_robustness", "encoder_sensitivity", "ablation", "agreement", "claims")
 RUN_FILE = "run.json"
+# what a page says of a claims table written before the claim register (issue 35) existed
+PREDATES = ("The claims table of this snapshot predates the claim register (`config/claims.yaml`): re-take the "
+            "snapshot (`thinkprobe summary --retake`) to check every sentence of the paper it lists.")
 
 Row = tuple[str, str, str, str]  # finding, this run, paper, table
 
@@ -404,6 +407,8 @@ def claims_sections(claims: pd.DataFrame, run: dict[str, Any] | None = None) -> 
     its criteria), identities, untestable sentences (with why) and not comparable findings (not counted)."""
     import json
 
+    if "register" not in claims:
+        return [PREDATES]
     c = counts(claims)
     rep = claims[claims.kind == "replication"]
     reg = (run or {}).get("register") or {}
