@@ -104,6 +104,10 @@ def load_register(root: str | Path | None = None) -> list[dict[str, Any]]:
                 raise ValueError(f"{where}: unknown op {c.get('op')!r}; known: {list(OPS)}")
             if c["op"] == "near" and "tol" not in c:
                 raise ValueError(f"{where}: op near needs tol")
+    for r in rows:
+        for c in r.get("criteria") or []:
+            if "value_from" in c and c["value_from"] not in seen:
+                raise ValueError(f"{path.name}: {r['id']}: value_from names no claim: {c['value_from']!r}")
     return rows
 
 
