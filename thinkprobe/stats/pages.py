@@ -298,8 +298,9 @@ def statistics_block(folder: Path, shown: str) -> str:
         ("`stats.permutation_seed`", str(d["permutation_seed"]), "the same shufflings for every target of a grouping"),
         ("`stats.bootstrap`", f"{d['bootstrap']:,}", "prompt resamples behind each check's interval"),
         ("`stats.bootstrap_seed`", str(d["bootstrap_seed"]), "a rerun gives the same intervals"),
-        ("`stats.interval_level`", f"{d['interval_level']:g}", "central percentile interval"),
-        ("`stats.alpha`", f"{d['alpha']:g}", "family-wise level of the Holm counts"),
+        ("`stats.interval_level`", f"{d['interval_level']:g}", "coverage of the checks' BCa intervals over prompts"),
+        ("`stats.alpha`", f"{d['alpha']:g}", "family-wise level of the Holm counts, within a family and over "
+                                            "every p-value of the results page"),
     ]
     lines = ["| key | default | what it implies |", "|---|---|---|"] + [f"| {a} | {b_} | {c} |" for a, b_, c in rows]
     described = [(k, v) for k, v in props.items() if k not in d]
@@ -315,8 +316,8 @@ def statistics_block(folder: Path, shown: str) -> str:
                          f"{_f(grp.epsilon2_null_mean.max())})" if "epsilon2_null_mean" in grp else ""))
     fam = k.groupby(["grouping", "kind"]).size()
     lines += ["", f"Chance level of epsilon^2 in the snapshot `{shown}`: " + "; ".join(chance) + ".",
-              "Families and the exceedances expected by chance (5% of each family above its null's 95th "
-              "percentile): " + "; ".join(f"{g} x {kind}s: {int(c)} targets, {expected_exceedances(int(c)):.2f} "
+              "Families and the exceedances expected by chance on average (5% of each family above its null's 95th "
+              "percentile; the joint null of the claims table gives the spread of the count): " + "; ".join(f"{g} x {kind}s: {int(c)} targets, {expected_exceedances(int(c)):.2f} "
                                           "expected" for (g, kind), c in fam.items()) + "."]
     return "\n".join(lines) + "\n"
 

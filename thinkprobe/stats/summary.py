@@ -69,6 +69,14 @@ def _holm_on_page(t: dict[str, pd.DataFrame], key: tuple) -> str:
     return _pb(ph, bound)
 
 
+def page_alpha() -> float:
+    """The level the page's Holm values are read at: the schema's default of ``stats.alpha`` (one home)."""
+    from ..config import load_schema
+
+    schema = load_schema(Path(__file__).resolve().parents[2] / "config" / "schema.yaml")
+    return float(schema["properties"]["stats"]["properties"]["alpha"]["default"])
+
+
 def joint_null(t: dict[str, pd.DataFrame]) -> dict[str, dict[str, float]]:
     """Per grouping, the joint null of the count of targets above their null's 95th percentile (one shuffling
     for all targets), as the claims table stores it (:func:`.claims.joint_nulls`); empty when absent."""
@@ -321,7 +329,7 @@ def effects_table(t: dict[str, pd.DataFrame]) -> list[str]:
     if d is not None:
         header += ["epsilon^2 by domain", "null mean / 95th pct", "p_perm (MC SE); Holm over the page"]
     rows, disagree = [], []
-    alpha = 0.05
+    alpha = page_alpha()
     for key, x in m.iterrows():
         fp, _, fh = page.get(("kruskal", "model", key[1], "Friedman"), (np.nan, False, np.nan))
         row = [key[1], _f(x.epsilon2), f"{_f(x.epsilon2_null_mean)} / {_f(x.epsilon2_null_p95)}",
