@@ -8,7 +8,6 @@ with job_log(snakemake.log[0]) as log:
 
     inputs = dict(snakemake.input.items())
     per_trace = {k: inputs.pop(k, None) for k in ("metrics", "cycles", "ablation_traces")}
-    inputs.pop("register")  # config/claims.yaml: read by thinkprobe.stats.register; an input so an edit reruns
     table = claims_stage(inputs, per_trace["metrics"], per_trace["cycles"], per_trace["ablation_traces"],
                          snakemake.output[0], snakemake.params.bootstrap, snakemake.params.alpha,
                          snakemake.params.dimensions, snakemake.params.permutation)
