@@ -190,4 +190,6 @@ def test_register_thresholds_come_from_their_sentences():
 @pytest.mark.parametrize("lo,hi,verdict", [(0.2, 0.3, claims.REPLICATES), (0.01, 0.05, claims.FAILS),
                                            (0.1, 0.2, claims.INCONCLUSIVE), (np.nan, 0.2, claims.MISSING)])
 def test_an_interval_that_straddles_its_criterion_is_inconclusive(lo, hi, verdict):
-    assert claims.interval_verdict(lo, hi, 0.14, above=True) == verdict
+    from thinkprobe.stats.register import verdict as interval_verdict
+
+    assert interval_verdict(">=", 0.14, lo, hi) == verdict

@@ -34,10 +34,9 @@ import pandas as pd
 
 from ..profile import dimension_map
 from ..vocabulary import LENGTH_METRICS
-from . import paper
+from .register import FAILS, INCONCLUSIVE, MISSING, REPLICATES  # noqa: F401 (re-exported: the verdicts)
 
 KINDS = ("replication", "identity", "untestable", "not_comparable")
-REPLICATES, FAILS, INCONCLUSIVE, MISSING = "replicates", "does not replicate", "inconclusive", "not computed"
 CLAIM_COLUMNS = ["kind", "key", "question", "where", "criterion", "paper", "here", "estimate", "ci_low", "ci_high",
                  "verdict", "detail", "table", "quote", "test", "register", "criteria"]
 TESTS = "tests/test_claims_identities.py"
@@ -135,123 +134,12 @@ def _f(x: Any, nd: int = 3) -> str:
     return "n/a" if x is None or not np.isfinite(float(x)) else f"{float(x):.{nd}f}"
 
 
-def interval_verdict(lo: float, hi: float, threshold: float, above: bool, strict: bool = False) -> str:
-    """``replicates`` when all of ``[lo, hi]`` meets ``value >= threshold`` (``>`` when ``strict``; ``<`` /
-    ``<=`` when not ``above``), ``does not replicate`` when none of it does, else ``inconclusive``.
-
-    >>> interval_verdict(0.2, 0.3, 0.14, above=True), interval_verdict(0.1, 0.2, 0.14, above=True)
-    ('replicates', 'inconclusive')
-    >>> interval_verdict(-0.02, -0.01, 0.0, above=True, strict=True)
-    'does not replicate'
-    """
-    if not (np.isfinite(lo) and np.isfinite(hi)):
-        return MISSING
-    if above:
-        meets_all = lo > threshold if strict else lo >= threshold
-        meets_none = hi <= threshold if strict else hi < threshold
-    else:
-        meets_all = hi < threshold if strict else hi <= threshold
-        meets_none = lo >= threshold if strict else lo > threshold
-    return REPLICATES if meets_all else FAILS if meets_none else INCONCLUSIVE
-
-
-def count_verdict(n_yes: int, n_no: int, n_total: int, need: int) -> str:
-    """At least ``need`` of ``n_total`` items must meet a criterion; ``n_yes`` do beyond doubt, ``n_no`` miss it
-    beyond doubt. Replicates when ``n_yes >= need``, fails when even every undecided item could not reach
-    ``need``, else inconclusive.
-
-    >>> count_verdict(4, 0, 5, 4), count_verdict(0, 2, 5, 4), count_verdict(2, 1, 5, 4)
-    ('replicates', 'does not replicate', 'inconclusive')
-    """
-    if n_yes >= need:
-        return REPLICATES
-    if n_total - n_no < need:
-        return FAILS
-    return INCONCLUSIVE
-
-
 # ------------------------------------------------------------------------------------------- the statistics
 
 def prompt_keys(table: pd.DataFrame) -> pd.Series:
     """One prompt key per row (question set and question id), the bootstrap's cluster."""
     qid = table["question_id"].astype(str) if "question_id" in table else table["trace_id"].astype(str)
     return (table["question_set"].astype(str) + "\x1f" + qid) if "question_set" in table else qid
-
-
-class MetricStatistics:
-    """The replications computed from the per-trace metrics table: AT's model epsilon^2, each dimension's
-    model - domain difference (full and length-excluded profiles), Efficiency's change, and each
-    dimension's equal-vs-PCA rank correlation, all recomputed on a set of row indices (z-scores included)."""
-
-    def __init__(self, metrics: pd.DataFrame, dimensions=None):
-        from ..vocabulary import METRIC_NAMES
-
-        self.metric_names = list(METRIC_NAMES)
-        self.x = metrics[self.metric_names].to_numpy(dtype=float)
-        self.dims = dimension_map(dimensions)
-        self.col = {m: i for i, m in enumerate(self.metric_names)}
-        self.model = pd.factorize(metrics["model"].astype(str), sort=True)[0]
-        has_domain = "domain" in metrics and (metrics["domain"].astype(str) != "").any()
-        self.domain = pd.factorize(metrics["domain"].astype(str), sort=True)[0] if has_domain else None
-        self.excluded = set(LENGTH_METRICS)
-
-    def profile(self, idx: np.ndarray, exclude: set[str] = frozenset()) -> dict[str, np.ndarray]:
-        from .bootstrap import zscore_columns
-
-        used = [m for m in self.metric_names if m not in exclude]
-        z = zscore_columns(self.x[np.ix_(idx, [self.col[m] for m in used])])
-        pos = {m: i for i, m in enumerate(used)}
-        out = {}
-        for d, members in self.dims.items():
-            kept = [pos[m] for m in members if m in pos]
-            if kept:
-                out[d] = z[:, kept].mean(axis=1)
-        return out
-
-    def at_epsilon2(self, idx: np.ndarray) -> np.ndarray:
-        from .bootstrap import epsilon2
-
-        return np.array([epsilon2(self.x[idx, self.col["AT"]], self.model[idx])])
-
-    def model_minus_domain(self, idx: np.ndarray, exclude: set[str] = frozenset()) -> np.ndarray:
-        from .bootstrap import epsilon2
-
-        prof = self.profile(idx, exclude)
-        return np.array([epsilon2(prof[d], self.model[idx]) - epsilon2(prof[d], self.domain[idx])
-                         if d in prof and self.domain is not None else np.nan for d in self.dims])
-
-    def efficiency_change(self, idx: np.ndarray) -> np.ndarray:
-        from .bootstrap import epsilon2
-
-        full, red = self.profile(idx), self.profile(idx, self.excluded)
-        if "Efficiency" not in full or "Efficiency" not in red:
-            return np.array([np.nan])
-        return np.array([epsilon2(red["Efficiency"], self.model[idx]) - epsilon2(full["Efficiency"], self.model[idx])])
-
-    def ranking_rho(self, idx: np.ndarray) -> np.ndarray:
-        """Per dimension: Spearman rho between the models' mean equal-weight and PC1-weighted scores
-        (:func:`.robustness.aggregation_robustness`, recomputed on ``idx``)."""
-        from scipy.stats import rankdata
-
-        from .bootstrap import zscore_columns
-        from .robustness import pca_weights
-
-        codes = self.model[idx]
-        groups, codes = np.unique(codes, return_inverse=True)
-        sizes = np.bincount(codes)
-        out = []
-        for d, members in self.dims.items():
-            cols = [self.col[m] for m in members if m in self.col]
-            z = zscore_columns(self.x[np.ix_(idx, cols)])
-            w, _ = pca_weights(z)
-            eq = np.bincount(codes, weights=z.mean(axis=1)) / sizes
-            pc = np.bincount(codes, weights=z @ w) / sizes
-            if len(groups) < 3 or np.ptp(eq) == 0 or np.ptp(pc) == 0:
-                out.append(np.nan)
-                continue
-            ra, rb = rankdata(eq), rankdata(pc)
-            out.append(float(np.corrcoef(ra, rb)[0, 1]))
-        return np.array(out)
 
 
 def _cycle_arrays(cycles: pd.DataFrame) -> tuple[pd.DataFrame, np.ndarray]:

@@ -382,12 +382,24 @@ class MetricPanel:
 
     @cached_property
     def ranking_rho(self) -> dict[str, float]:
-        from .claims import MetricStatistics
+        """Per dimension: Spearman rho between the models' mean equal-weight and PC1-weighted scores on these
+        rows (:func:`.robustness.aggregation_robustness` recomputed, z-scores included)."""
+        from scipy.stats import rankdata
 
-        ms = MetricStatistics.__new__(MetricStatistics)
-        ms.metric_names, ms.x, ms.dims, ms.col, ms.model = list(METRIC_NAMES), self.d.x, self.d.dims, self.d.col, \
-            self.d.model
-        return dict(zip(self.d.dims, ms.ranking_rho(self.idx)))
+        from .bootstrap import zscore_columns
+        from .robustness import pca_weights
+
+        groups, codes = np.unique(self.d.model[self.idx], return_inverse=True)
+        sizes = np.bincount(codes)
+        out = {}
+        for dim, members in self.d.dims.items():
+            z = zscore_columns(self.d.x[np.ix_(self.idx, [self.d.col[m] for m in members])])
+            w, _ = pca_weights(z)
+            eq = np.bincount(codes, weights=z.mean(axis=1)) / sizes
+            pc = np.bincount(codes, weights=z @ w) / sizes
+            out[dim] = (float("nan") if len(groups) < 3 or np.ptp(eq) == 0 or np.ptp(pc) == 0
+                        else float(np.corrcoef(rankdata(eq), rankdata(pc))[0, 1]))
+        return out
 
 
 # ------------------------------------------------------------------------------------------- the checks
