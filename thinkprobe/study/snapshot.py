@@ -4,16 +4,17 @@ A snapshot (``docs/results/<name>/``) is what the documentation quotes: the stat
 reads (:data:`thinkprobe.stats.summary.SNAPSHOT_TABLES`), the per-trace tables behind them (:data:`TRACE_TABLES`: the
 metrics of every trace, the cycle census of every graph, the layer ablation's per-trace values), the layer
 ablation of a few corpus sets beside the paper's Table 6 (``ablate-<set>.parquet``, :data:`ABLATION_SETS`),
-and ``run.json``: commit, date, command, how long each step took, and the code hash of every table
-(:func:`table_code`). Everything in the pages comes from these files through :mod:`thinkprobe.stats.pages`.
+and ``run.json``: commit, date, command, how long each step took, the code hash of every table
+(:func:`table_code`) and the claim register it was checked against (:func:`register_record`). Everything in the pages comes from these files through :mod:`thinkprobe.stats.pages`.
 
 *Stale*: a table is stale when the code (or the configuration) that computes it has changed since the
 snapshot was taken: :func:`stale_tables` compares ``run.json``'s hashes with today's, and
 ``tests/test_results_summary.py`` fails naming the stale tables and the command below.
 
 *Re-derived*: the statistics that only need the per-trace tables (Kruskal-Wallis and its nulls, the
-length-excluded profile, the aggregation robustness, the cycle summary, the ablation means, the checks
-against the paper) can be recomputed from the snapshot alone (:func:`rederive`); seeded permutations and
+length-excluded profile, the length-partialled effects, the aggregation robustness, the cycle summary, the
+ablation means, the checks against the paper's claim register) can be recomputed from the snapshot alone
+(:func:`rederive`); seeded permutations and
 bootstraps make a re-derivation equal to the snapshot, bit for bit, whenever the code is unchanged.
 
 *Re-taken*: :func:`thinkprobe.study.retake.retake` reruns the corpus study (Snakemake reruns only the jobs whose code or inputs
