@@ -136,43 +136,12 @@ def _f(x: Any, nd: int = 3) -> str:
 
 # ------------------------------------------------------------------------------------------- the statistics
 
-def prompt_keys(table: pd.DataFrame) -> pd.Series:
-    """One prompt key per row (question set and question id), the bootstrap's cluster."""
-    qid = table["question_id"].astype(str) if "question_id" in table else table["trace_id"].astype(str)
-    return (table["question_set"].astype(str) + "\x1f" + qid) if "question_set" in table else qid
-
-
-def _cycle_arrays(cycles: pd.DataFrame) -> tuple[pd.DataFrame, np.ndarray]:
-    full = cycles[cycles["subgraph"] == "full"].reset_index(drop=True)
-    width = max((len(c) for c in full["length_counts"] if c is not None), default=0)
-    hist = np.zeros((len(full), width), dtype=np.int64)
-    for i, c in enumerate(full["length_counts"]):
-        if c is not None and len(c):
-            hist[i, :len(c)] = np.asarray(list(c), dtype=np.int64)
-    return full, hist
-
-
-def _ablation_wide(ablation_traces: pd.DataFrame, metrics: pd.DataFrame | None) -> pd.DataFrame:
-    """One row per trace analysed under every layer setting: ``CBC_l3 ... GD_full`` and its prompt key."""
-    a = ablation_traces
-    wide = a.pivot_table(index="trace_id", columns="layers", values=["CBC", "GD"], aggfunc="first")
-    wide.columns = [f"{m}_{s}" for m, s in wide.columns]
-    wide = wide.dropna().reset_index()
-    if metrics is not None and {"trace_id", "question_id"} <= set(metrics.columns):
-        keys = prompt_keys(metrics)
-        keys.index = metrics["trace_id"].astype(str)
-        wide["prompt"] = wide["trace_id"].astype(str).map(keys).fillna(wide["trace_id"].astype(str))
-    else:
-        qid = a.drop_duplicates("trace_id").set_index("trace_id")["question_id"].astype(str)
-        wide["prompt"] = wide["trace_id"].map(qid)
-    return wide
-
-
 def _row(kind: str, key: str, **kw: Any) -> dict[str, Any]:
     row = {c: "" for c in CLAIM_COLUMNS}
     row.update(kind=kind, key=key, estimate=np.nan, ci_low=np.nan, ci_high=np.nan)
     row.update(kw)
     return row
+
 
 
 def identity_rows(t: dict[str, pd.DataFrame], ablation_traces: pd.DataFrame | None,
@@ -310,8 +279,9 @@ def claims_table(tables: dict[str, pd.DataFrame], metrics: pd.DataFrame | None =
     ids = identity_rows(tables, ablation_traces, dimensions)
     held = {r["key"]: r["verdict"] for r in ids}
     data = Data(tables, metrics, cycles, ablation_traces, dimensions)
+    tests = {k: i.test for k, i in IDENTITIES.items()}
     reg = [_row(r.pop("kind"), r.pop("key"), **{**r, "table": "metrics, cycles, ablation_traces, kruskal"})
-           for r in register_rows(data, held, b, seed, level, root)]
+           for r in register_rows(data, held, tests, b, seed, level, root)]
     joint = joint_nulls(metrics, tables.get("kruskal"), permutation, dimensions)
     rows = reg + ids + not_comparable_rows(tables, alpha, joint)
     out = pd.DataFrame(rows, columns=CLAIM_COLUMNS)

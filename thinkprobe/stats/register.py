@@ -62,13 +62,11 @@ def register_commit(root: str | Path | None = None) -> str:
         return "unknown"
 
 
-def load_register(root: str | Path | None = None) -> list[dict[str, Any]]:
+def load_register(root: str | Path | None = None, identities=None) -> list[dict[str, Any]]:
     """The register's rows, validated: unique ids, a quote and a section each; a testable row has criteria,
-    each criterion's ``words`` inside its quote, a known check or identity and a known operator; an untestable
-    row says why."""
+    each criterion's ``words`` inside its quote, a known check or identity (of ``identities``, the keys of
+    :data:`.claims.IDENTITIES`, when given) and a known operator; an untestable row says why."""
     import yaml
-
-    from .claims import IDENTITIES
 
     path = register_path(root)
     rows = (yaml.safe_load(path.read_text(encoding="utf-8")) or {}).get("claims") or []
@@ -92,8 +90,8 @@ def load_register(root: str | Path | None = None) -> list[dict[str, Any]]:
                 raise ValueError(f"{where}: the words {c['words']!r} are not in its quote")
         for c in r["criteria"]:
             if "identity" in c:
-                if c["identity"] != "by_construction" and c["identity"] not in IDENTITIES:
-                    raise ValueError(f"{where}: unknown identity {c['identity']!r}; known: {sorted(IDENTITIES)} "
+                if identities is not None and c["identity"] != "by_construction" and c["identity"] not in identities:
+                    raise ValueError(f"{where}: unknown identity {c['identity']!r}; known: {sorted(identities)} "
                                      "or by_construction")
                 if c["identity"] == "by_construction" and not c.get("why"):
                     raise ValueError(f"{where}: an identity by construction says why")
@@ -214,6 +212,38 @@ def ranking_identities(dimensions=None) -> dict[str, str]:
 
 # ------------------------------------------------------------------------------------------- the data
 
+def prompt_keys(table: pd.DataFrame) -> pd.Series:
+    """One prompt key per row (question set and question id), the bootstrap's cluster."""
+    qid = table["question_id"].astype(str) if "question_id" in table else table["trace_id"].astype(str)
+    return (table["question_set"].astype(str) + "\x1f" + qid) if "question_set" in table else qid
+
+
+def _cycle_arrays(cycles: pd.DataFrame) -> tuple[pd.DataFrame, np.ndarray]:
+    full = cycles[cycles["subgraph"] == "full"].reset_index(drop=True)
+    width = max((len(c) for c in full["length_counts"] if c is not None), default=0)
+    hist = np.zeros((len(full), width), dtype=np.int64)
+    for i, c in enumerate(full["length_counts"]):
+        if c is not None and len(c):
+            hist[i, :len(c)] = np.asarray(list(c), dtype=np.int64)
+    return full, hist
+
+
+def _ablation_wide(ablation_traces: pd.DataFrame, metrics: pd.DataFrame | None) -> pd.DataFrame:
+    """One row per trace analysed under every layer setting: ``CBC_l3 ... GD_full`` and its prompt key."""
+    a = ablation_traces
+    wide = a.pivot_table(index="trace_id", columns="layers", values=["CBC", "GD"], aggfunc="first")
+    wide.columns = [f"{m}_{s}" for m, s in wide.columns]
+    wide = wide.dropna().reset_index()
+    if metrics is not None and {"trace_id", "question_id"} <= set(metrics.columns):
+        keys = prompt_keys(metrics)
+        keys.index = metrics["trace_id"].astype(str)
+        wide["prompt"] = wide["trace_id"].astype(str).map(keys).fillna(wide["trace_id"].astype(str))
+    else:
+        qid = a.drop_duplicates("trace_id").set_index("trace_id")["question_id"].astype(str)
+        wide["prompt"] = wide["trace_id"].map(qid)
+    return wide
+
+
 def kw_epsilon2(ranks: np.ndarray, ties: np.ndarray, codes: np.ndarray) -> np.ndarray:
     """Kruskal-Wallis epsilon^2 = H / (n - 1) of every column of ``ranks`` (tie terms ``ties``) grouped by
     ``codes``: :func:`.bootstrap.epsilon2` for many columns at once (0 for a constant column, NaN with fewer
@@ -239,8 +269,6 @@ class Data:
 
     def __init__(self, tables: dict[str, pd.DataFrame], metrics: pd.DataFrame | None, cycles: pd.DataFrame | None,
                  ablation_traces: pd.DataFrame | None, dimensions=None):
-        from .claims import _ablation_wide, _cycle_arrays, prompt_keys
-
         self.tables, self.dimensions = tables, dimensions
         self.dims = dimension_map(dimensions)
         self.metrics = metrics.reset_index(drop=True) if metrics is not None and len(metrics) else None
@@ -687,14 +715,15 @@ def criterion_text(c: dict[str, Any]) -> str:
     return f"{c['check']}({args}) {'within' if c['op'] == 'near' else ''}{' ' if c['op'] == 'near' else ''}{val}"
 
 
-def register_rows(data: Data, identity_verdicts: dict[str, str], b: int, seed: int, level: float,
-                  root: str | Path | None = None) -> list[dict[str, Any]]:
+def register_rows(data: Data, identity_verdicts: dict[str, str], identity_tests: dict[str, str], b: int, seed: int,
+                  level: float, root: str | Path | None = None) -> list[dict[str, Any]]:
     """One row per register sentence: its criteria computed (estimate, BCa interval over prompts, verdict)
     and the sentence's verdict. Kinds: ``replication`` (testable, counted), ``identity`` (every criterion
-    true by construction: shown, not counted), ``untestable``."""
+    true by construction: shown, not counted), ``untestable``. ``identity_verdicts`` and ``identity_tests``:
+    per identity key of :data:`.claims.IDENTITIES`, its verdict on this run and its property test."""
     from .bootstrap import cluster_resamples
 
-    register = load_register(root)
+    register = load_register(root, identities=identity_tests)
     needed: dict[str, list[tuple[str, dict]]] = {}
     for r in register:
         for c in r.get("criteria") or []:
@@ -763,9 +792,7 @@ def register_rows(data: Data, identity_verdicts: dict[str, str], b: int, seed: i
         if not verdicts:
             held = all(c["verdict"].endswith(("holds", "true by construction")) or "rho = 1" in c["verdict"]
                        for c in crit_out)
-            from .claims import IDENTITIES
-
-            tests = [IDENTITIES[c["identity"]].test for c in crit_out if c.get("identity") in IDENTITIES]
+            tests = [identity_tests[c["identity"]] for c in crit_out if c.get("identity") in identity_tests]
             rows.append({**base, "kind": "identity", "question": r["quote"], "verdict": "holds" if held else "VIOLATED",
                          "test": ", ".join(tests),
                          "paper": "stated as a finding", "here": "; ".join(c["verdict"] for c in crit_out),
