@@ -33,6 +33,7 @@ STATS_TABLES = {
     "cycles_summary": "results/stats/cycles_summary.parquet",
     "length_confound": "results/stats/length_confound.parquet",
     "length_excluded": "results/stats/length_excluded.parquet",
+    "length_partial": "results/stats/length_partial.parquet",
     "ablation": "results/stats/ablation.parquet",
     "ablation_traces": "results/stats/ablation_traces.parquet",
     "aggregation_robustness": "results/stats/aggregation_robustness.parquet",
@@ -43,6 +44,8 @@ if AGREEMENT_FILES:
     STATS_TABLES["agreement"] = "results/stats/agreement.parquet"
 STATS_TABLES["claims"] = "results/stats/claims.parquet"
 # the tables the checks against the paper read (besides the per-trace tables), when the study has them
+from thinkprobe.stats.register import register_digest as _register_digest
+
 CLAIMS_INPUTS = ["kruskal", "model_vs_domain", "length_excluded", "aggregation_robustness", "cycles_summary",
                  "ablation", "encoder_sensitivity", "agreement"]
 
@@ -57,6 +60,7 @@ STATS_TITLES = {
     "cycles_summary": "Cycle prevalence, counts and lengths per model and subgraph",
     "length_confound": "Spearman rho of each metric with trace length (AT)",
     "length_excluded": "epsilon^2 per dimension, full vs length-excluded 5D-CP",
+    "length_partial": "Every metric and App. G dimension: rho with length, epsilon^2 before/after partialling length",
     "ablation": "Mean metrics under the cumulative pipeline stages (l1, l3, l4, full)",
     "ablation_traces": "Per-trace metrics under the cumulative pipeline stages (the ablation's sample)",
     "aggregation_robustness": "Model rankings: equal-weight vs PCA-weighted dimensions (Spearman rho)",
@@ -183,6 +187,7 @@ rule stats_confound:
     output:
         confound=STATS_TABLES["length_confound"],
         excluded=STATS_TABLES["length_excluded"],
+        partial=STATS_TABLES["length_partial"],
     params:
         groupings=_STATS_PARAMS["groupings"],
         dimensions=DIMENSION_SPEC,
@@ -353,6 +358,8 @@ rule stats_claims:
         bootstrap=STATS_BOOTSTRAP,
         alpha=_STATS_PARAMS["alpha"],
         dimensions=DIMENSION_SPEC,
+        permutation=STATS_PERMUTATION,
+        register=_register_digest(),  # sha256 of config/claims.yaml: an edited criterion reruns the claims
         code=script_code("stats_claims.py"),
     log:
         "results/logs/stats/claims.log",

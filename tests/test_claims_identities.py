@@ -21,6 +21,7 @@ from thinkprobe.params import Params
 from thinkprobe.profile import dimension_map, trace_profiles
 from thinkprobe.segmentation import BOUNDARY_CLASSES
 from thinkprobe.stats import claims
+from thinkprobe.stats.register import load_register
 from thinkprobe.stats.cycles import graph_cycle_rows, simple_cycles
 from thinkprobe.vocabulary import LENGTH_METRICS, METRIC_NAMES
 
@@ -136,8 +137,13 @@ def test_every_identity_names_a_property_test_of_this_module_and_none_is_a_repli
     for ident in claims.IDENTITIES.values():
         path, name = ident.test.split("::")
         assert path == f"tests/{here.name}" and name in defined, ident.key
-    assert not set(claims.IDENTITIES) & set(claims.REPLICATIONS)
-    assert not set(claims.NOT_COMPARABLE) & set(claims.REPLICATIONS)
+    register_ids = {r["id"] for r in load_register()}
+    assert not set(claims.IDENTITIES) & register_ids
+    assert not set(claims.NOT_COMPARABLE) & register_ids
+    for r in load_register():  # a register criterion true by construction names one of these identities
+        for c in r.get("criteria", []):
+            if "identity" in c:
+                assert c["identity"] in claims.IDENTITIES or c["identity"] == "by_construction", r["id"]
 
 
 def test_identities_and_not_comparable_rows_are_absent_from_the_replication_count():
@@ -154,31 +160,36 @@ def _normal(text: str) -> str:
     return re.sub(r"\s+", " ", text)
 
 
-def test_each_criterion_is_quoted_from_the_paper():
-    """The sentences behind each replication (and identity) are the paper's, verbatim."""
+def test_each_identity_and_not_comparable_finding_is_quoted_from_the_paper():
+    """The sentences behind each identity and not-comparable finding are the paper's, verbatim (the register's
+    sentences are checked in tests/test_claims_register.py)."""
     if not PAPER.is_file():
         pytest.skip(f"the paper's text is not at {PAPER} (set THINKPROBE_PAPER)")
     text = _normal(PAPER.read_text(encoding="utf-8"))
-    quoted = [(r.key, q) for r in claims.REPLICATIONS.values() for q in r.quote]
-    quoted += [(i.key, q) for i in claims.IDENTITIES.values() for q in i.quote]
+    quoted = [(i.key, q) for i in claims.IDENTITIES.values() for q in i.quote]
     quoted += [(n.key, q) for n in claims.NOT_COMPARABLE.values() for q in n.quote]
     missing = [(k, q) for k, q in quoted if _normal(q) not in text]
     assert not missing, missing
-    assert all(r.quote for r in claims.REPLICATIONS.values())
 
 
-def test_replication_thresholds_come_from_their_quotes():
-    """Each criterion's number is printed in the sentence it cites (or is the paper's own bound)."""
-    r = claims.REPLICATIONS
-    assert "near-universal" in r["cycles_near_universal"].quote[0] and "90%" in r["cycles_near_universal"].criterion
-    assert "(7–20 nodes)" in r["cycles_long"].quote[0] and ">= 7" in r["cycles_long"].criterion
-    assert "0.14" in r["at_effect_large"].quote[0]
-    assert "0.893" in r["rankings_robust"].quote[0] and "0.893" in r["structure_shifts"].criterion
-    assert "four of five" in r["model_over_domain"].quote[0]
-    assert "p<0.001" in r["models_discriminated"].quote[0]
+def test_register_thresholds_come_from_their_sentences():
+    """Each criterion's number is printed in its sentence or is one of the register's fixed readings
+    (Figure 3's lines 0.06 / 0.14, Figure 18's 0.2, near-universal 0.9, 0 for a sign, 0.5 for a majority)."""
+    fixed = {0, 0.06, 0.14, 0.2, 0.9, 0.5, 1, 1.0, 2, 0.75}
+    reg = {r["id"]: r for r in load_register()}
+    for r in reg.values():
+        for c in r.get("criteria", []):
+            if "value" not in c:
+                continue
+            v = c["value"]
+            quote = reg[c["value_from"]]["quote"] if "value_from" in c else r["quote"]
+            printed = f"{abs(v):.2f}".rstrip("0").rstrip(".") in quote or str(v) in quote
+            assert printed or v in fixed or v in (19, 5, -0.14, 4), (r["id"], v)  # all 19, five, 14%, fourfold
 
 
 @pytest.mark.parametrize("lo,hi,verdict", [(0.2, 0.3, claims.REPLICATES), (0.01, 0.05, claims.FAILS),
                                            (0.1, 0.2, claims.INCONCLUSIVE), (np.nan, 0.2, claims.MISSING)])
 def test_an_interval_that_straddles_its_criterion_is_inconclusive(lo, hi, verdict):
-    assert claims.interval_verdict(lo, hi, 0.14, above=True) == verdict
+    from thinkprobe.stats.register import verdict as interval_verdict
+
+    assert interval_verdict(">=", 0.14, lo, hi) == verdict

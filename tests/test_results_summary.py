@@ -17,7 +17,7 @@ import pytest
 
 from thinkprobe.metrics import METRIC_NAMES
 from thinkprobe.profile import trace_profiles
-from thinkprobe.stats import ablation, claims, confound, cycles, discriminability, pages, robustness, summary
+from thinkprobe.stats import register, ablation, claims, confound, cycles, discriminability, pages, robustness, summary
 from thinkprobe.study import retake, snapshot
 
 
@@ -210,8 +210,8 @@ def test_summary_rows_name_their_tables_and_the_paper(study_tables):
             "ablation", "agreement"} <= {t for s in tables for t in s.split(", ")}
     assert "AT 0.75 (then ATU 0.58, BR 0.43)" in text  # the paper's column, from thinkprobe/stats/paper.py
     assert "permutation null, B = 200; Monte Carlo SE of p_perm at most" in text
-    assert "(1.2 expected by chance)" in text  # beside every "k / 24 above" count
-    assert "Holm-adjusted within each family" in text and "p_perm, Holm (MC SE of p_perm)" in text
+    assert "(1.2 expected by chance, if independent)" in text  # beside every "k / 24 above" count (no joint null here)
+    assert "Holm-adjusted over all of them together" in text and "p_perm (MC SE); Holm over the page" in text
     assert "blocked (Friedman within prompts, 30 complete prompts)" in text
     assert "3 models, exact p" in text
     assert "| layer1+2 | 2 / 3 | 0.900 | 0.400 | 0.600 |" in text  # agreement means over the ok rows only
@@ -231,17 +231,21 @@ def test_capped_cycle_counts_are_lower_bounds(tmp_path, study_tables):
 def test_replications_can_replicate_fail_or_be_inconclusive(tmp_path):
     rising = pd.read_parquet(_tables(tmp_path / "a", cbc_full=0.5) / "claims.parquet").set_index("key")
     flat = pd.read_parquet(_tables(tmp_path / "b", cbc_full=0.2) / "claims.parquet").set_index("key")
-    assert rising.loc["cbc_gain_in_full", "verdict"] == claims.REPLICATES
-    assert flat.loc["cbc_gain_in_full", "verdict"] == claims.FAILS  # no gain in full, all of it at l4
-    assert flat.loc["gd_max_in_full", "verdict"] == claims.FAILS  # GD peaks at l4 here
-    assert flat.loc["cycles_near_universal", "verdict"] == claims.REPLICATES  # every ring has a cycle
-    assert flat.loc["cycles_long", "verdict"] == claims.FAILS  # 2- and 3-node cycles
+    assert rising.loc["s54_cbc_gain_full", "verdict"] == claims.REPLICATES
+    assert flat.loc["s54_cbc_gain_full", "verdict"] == claims.FAILS  # no gain in full, all of it at l4
+    assert flat.loc["s54_gd_max", "verdict"] == claims.FAILS  # GD's largest mean is at l4 here
+    assert flat.loc["appF_implication", "verdict"] == claims.REPLICATES  # every ring has a cycle of 3-4 nodes
+    assert flat.loc["appF_short_medium", "verdict"] == claims.FAILS  # 3- and 4-node cycles: no medium ones
     # a noisy estimate near its criterion: the interval straddles it
-    assert flat.loc["at_effect_large", "verdict"] == claims.INCONCLUSIVE
-    lo, hi = flat.loc["at_effect_large", ["ci_low", "ci_high"]]
-    assert lo < 0.14 < hi
+    assert flat.loc["appG_structure_both", "verdict"] == claims.INCONCLUSIVE
+    lo, hi = flat.loc["appG_structure_both", ["ci_low", "ci_high"]]
+    assert lo < 0 < hi
     kinds = pd.read_parquet(tmp_path / "a" / "results" / "stats" / "claims.parquet").groupby("kind").size()
-    assert kinds["replication"] == len(claims.REPLICATIONS) and kinds["identity"] == len(claims.IDENTITIES)
+    reg = register.load_register()
+    assert kinds["replication"] == sum(r["testable"] and any("check" in c for c in r["criteria"]) for r in reg)
+    assert kinds["identity"] == len(claims.IDENTITIES) + sum(
+        r["testable"] and all("identity" in c for c in r["criteria"]) for r in reg)
+    assert kinds["untestable"] == sum(not r["testable"] for r in reg)
 
 
 @pytest.mark.fast
@@ -253,7 +257,7 @@ def test_identity_violations_are_bugs_and_never_counted(study_tables):
     rows = claims.identity_rows({**t, "length_excluded": le}, pd.read_parquet(d / "ablation_traces.parquet"))
     assert next(r for r in rows if r["key"] == "length_exclusion_local")["verdict"] == "VIOLATED"
     c = claims.counts(t["claims"])
-    assert c["replications"] == len(claims.REPLICATIONS) and c["identities_violated"] == 0
+    assert c["replications"] == int((t["claims"].kind == "replication").sum()) and c["identities_violated"] == 0
 
 
 @pytest.mark.fast
@@ -262,14 +266,22 @@ def test_estimates_are_the_values_of_the_statistics_tables(study_tables):
     d = study_tables
     t = summary.load_tables(d)
     c = t["claims"].set_index("key")
+
+    def crit(key: str, i: int) -> float:
+        return json.loads(c.loc[key, "criteria"])[i]["estimate"]
+
     k = t["kruskal"].set_index(["grouping", "kind", "target"])
-    assert c.loc["at_effect_large", "estimate"] == pytest.approx(k.loc[("model", "metric", "AT"), "epsilon2"], abs=1e-12)
+    assert crit("s52_structural_large", 0) == pytest.approx(
+        min(k.loc[("model", "metric", m), "epsilon2"] for m in ("PT", "CHR", "UPC")), abs=1e-12)
     le = t["length_excluded"].set_index(["grouping", "dimension"])
-    assert c.loc["efficiency_drops", "estimate"] == pytest.approx(le.loc[("model", "Efficiency"), "delta"], abs=1e-12)
+    assert crit("appG_efficiency", 0) == pytest.approx(le.loc[("model", "Efficiency"), "delta"], abs=1e-12)
     r = t["aggregation_robustness"].set_index("dimension")
-    assert c.loc["structure_shifts", "estimate"] == pytest.approx(r.loc["Structure", "rho"], abs=1e-12)
+    assert crit("s7_structure_cluster", 1) == pytest.approx(r.loc["Structure", "rho"], abs=1e-12)
     cs = t["cycles_summary"].set_index(["model", "subgraph"])
-    assert c.loc["cycles_near_universal", "estimate"] == pytest.approx(cs.loc[("(all)", "full"), "prevalence"])
+    assert crit("appF_prevalence", 0) == pytest.approx(cs.loc[("(all)", "full"), "prevalence"])
+    assert crit("s53_all_five", 0) == pytest.approx(
+        min(x.epsilon2_model - x.epsilon2_domain for x in t["model_vs_domain"].query("kind == 'dimension'").itertuples()),
+        abs=1e-12)
 
 
 @pytest.mark.fast

@@ -134,7 +134,8 @@ def test_headline_summary_reads_the_tables(ran):
     assert "metrics discriminating models at p < 0.001" in findings and "traces with a directed cycle" in findings
     kruskal = pd.read_parquet(ran / "results/stats/kruskal.parquet")
     n_sig = int(((kruskal.kind == "metric") & (kruskal.grouping == "model") & (kruskal.p < 0.001)).sum())
-    assert rows[0][1].startswith(f"Kruskal-Wallis {n_sig} / 19")
+    assert rows[0][1].startswith(f"Kruskal-Wallis (trace-level, pseudo-replicated: it treats the traces of a prompt "
+                                 f"as independent) {n_sig} / 19")
     claims = pd.read_parquet(ran / "results/stats/claims.parquet")
     assert (claims[claims.kind == "identity"].verdict == "holds").all()  # checks of the code on a real run
     assert "Checks against the paper" in (ran / "results/stats/summary.md").read_text()

@@ -131,10 +131,13 @@ def cycles_stage(graph_paths: Sequence[str], cap: int, out_cycles: str, out_summ
 
 
 def confound_stage(metrics_path: str, out_confound: str, out_excluded: str, groupings: Sequence[str],
-                   dimensions=None, permutation: dict[str, Any] | None = None) -> pd.DataFrame:
-    """``length_confound.parquet`` (rho with length) and ``length_excluded.parquet`` (epsilon^2 changes,
-    with the length-excluded values' permutation nulls when ``permutation`` has B > 0)."""
-    from ..stats.confound import length_correlations, length_excluded_effects
+                   dimensions=None, permutation: dict[str, Any] | None = None,
+                   out_partial: str | None = None) -> pd.DataFrame:
+    """``length_confound.parquet`` (rho with length), ``length_excluded.parquet`` (epsilon^2 changes, with the
+    length-excluded values' permutation nulls when ``permutation`` has B > 0) and, with ``out_partial``,
+    ``length_partial.parquet`` (every metric and Appendix G's dimensions: rho with length, epsilon^2 before
+    and after partialling length out, :func:`thinkprobe.stats.confound.length_partialled_effects`)."""
+    from ..stats.confound import length_correlations, length_excluded_effects, length_partialled_effects
 
     metrics = pd.read_parquet(metrics_path)
     rho = length_correlations(metrics)
@@ -143,6 +146,8 @@ def confound_stage(metrics_path: str, out_confound: str, out_excluded: str, grou
     write_table(out_confound, rho, prov)
     write_table(out_excluded, length_excluded_effects(metrics, groupings, dimensions=dimensions,
                                                       permutation=permutation), prov)
+    if out_partial:
+        write_table(out_partial, length_partialled_effects(metrics, groupings, permutation=permutation), prov)
     return rho
 
 
@@ -242,7 +247,8 @@ def agreement_stage(corpus_files: Sequence[str], analysis: dict[str, Any], toler
 
 
 def claims_stage(tables: dict[str, str], metrics_path: str, cycles_path: str | None, ablation_traces_path: str | None,
-                 out: str, bootstrap: dict[str, Any], alpha: float, dimensions=None) -> pd.DataFrame:
+                 out: str, bootstrap: dict[str, Any], alpha: float, dimensions=None,
+                 permutation: dict[str, Any] | None = None) -> pd.DataFrame:
     """``claims.parquet``: the checks against the paper (:mod:`.claims`): replications with bootstrap intervals
     over prompts (``bootstrap``: ``{"B", "seed", "level"}``, config ``stats.bootstrap``, ``bootstrap_seed``,
     ``interval_level``), identities verified on the tables, and findings that are not comparable."""
@@ -253,9 +259,12 @@ def claims_stage(tables: dict[str, str], metrics_path: str, cycles_path: str | N
     opt = lambda p: pd.read_parquet(p) if p else None  # noqa: E731
     table = claims_table(read, pd.read_parquet(metrics_path), opt(cycles_path), opt(ablation_traces_path),
                          dimensions=dimensions, b=int(boot["B"]), seed=int(boot["seed"]), level=float(boot["level"]),
-                         alpha=alpha)
+                         alpha=alpha, permutation=permutation)
     inputs = [*tables.values(), metrics_path, *(p for p in (cycles_path, ablation_traces_path) if p)]
+    from ..stats.register import register_digest
+
     write_table(out, table, _prov(claims_stage, {"dimensions": dimensions, "bootstrap": boot, "alpha": alpha,
+                                             "permutation": permutation, "register_sha256": register_digest(),
                                              "unit": "prompt (cluster bootstrap)"}, inputs, metrics_path))
     return table
 

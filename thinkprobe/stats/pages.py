@@ -84,20 +84,29 @@ def headline_block(folder: Path, shown: str, page: str = "README.md") -> str:
             if m is not None else "the study")
     c = counts(tables["claims"]) if "claims" in tables else None
     lines = [f"Corpus study: {size} (snapshot `{shown}`, commit {run.get('commit', '?')}, {run.get('date', '?')})."]
-    if c:
-        rep = tables["claims"][tables["claims"].kind == "replication"]
+    if c and "register" not in tables["claims"]:
+        from .summary import PREDATES
+
+        lines += ["", PREDATES, ""]
+    elif c:
+        claims = tables["claims"]
+        rep = claims[claims.kind == "replication"]
+        reg = run.get("register") or {}
         n_ok = c["identities"] - c["identities_violated"]
-        lines[0] += (f" Of the paper's claims it can test, {c['replications']} are replications: **{c[REPLICATES]} "
+        lines[0] += (f" The claim register (`config/claims.yaml`{', commit ' + reg['commit'] if reg.get('commit') else ''}) "
+                     f"quotes {int(claims.register.astype(str).ne('').sum())} "
+                     f"sentences of the paper whole; {c['replications']} can be tested here: **{c[REPLICATES]} "
                      f"{'replicates' if c[REPLICATES] == 1 else 'replicate'}, {c[FAILS]} "
                      f"{'does' if c[FAILS] == 1 else 'do'} not, {c[INCONCLUSIVE]} "
-                     f"{'is' if c[INCONCLUSIVE] == 1 else 'are'} inconclusive** (criteria from the paper's own "
-                     f"words, bootstrap intervals over prompts); {n_ok} of {c['identities']} identities of our reading "
-                     f"hold (checks of the code, not counted); {c['not_comparable']} findings are not comparable.")
+                     f"{'is' if c[INCONCLUSIVE] == 1 else 'are'} inconclusive** (every criterion from the sentence's own "
+                     f"words, BCa intervals over prompts); {c['untestable']} are not testable on this corpus; {n_ok} of "
+                     f"{c['identities']} identities of our reading hold (checks of the code, not counted); "
+                     f"{c['not_comparable']} findings are not comparable.")
         lines.append("")
         for verdict in (REPLICATES, FAILS, INCONCLUSIVE):
-            qs = rep[rep.verdict == verdict].question.tolist()
-            if qs:
-                lines.append(f"- {verdict}: " + " ".join(qs))
+            keys = rep[rep.verdict == verdict].key.tolist()
+            if keys:
+                lines.append(f"- {verdict} ({len(keys)}): " + ", ".join(f"`{k}`" for k in keys))
         lines.append("")
     if Path(page).as_posix() != RESULTS_PAGE:
         link = os.path.relpath(RESULTS_PAGE, Path(page).parent.as_posix() or ".")
@@ -170,7 +179,11 @@ def ablation_sets_block(folder: Path, shown: str) -> str:
     brf = ", ".join(f"{s} {_pct(v(s, 'full', 'class_branch'), 1)}" for s in names)
     bt = ", ".join(f"{s} {_pct(v(s, 'full', 'class_backtrack'), 1)}" for s in names)
     soft = ", ".join(f"{s} {_pct(v(s, 'full', 'class_soft'), 1)}" for s in names)
-    gd_peak = ", ".join(f"{s} at {max(('l3', 'l4', 'full'), key=lambda st: v(s, st, 'GD'))}" for s in names)
+    def gd_gap(s: str) -> str:
+        g = sorted(((v(s, st, "GD"), st) for st in ("l3", "l4", "full")), reverse=True)
+        return f"{s} at {g[0][1]} by {g[0][0] - g[1][0]:.3f}"
+
+    gd_peak = ", ".join(gd_gap(s) for s in names)
     tus = ", ".join(f"{s} {_f(v(s, 'full', 'tus_per_trace'), 1)}" for s in names)
     lines += [
         "",
@@ -185,8 +198,10 @@ def ablation_sets_block(folder: Path, shown: str) -> str:
         "cosine branches (those below the trace's 25th percentile), so a larger share needs layer 1's branches.",
         f"* Backtrack share in full: {bt} (App. H.4: {_pct(sh['backtrack'], 1)}). Soft boundaries opened by layer 2: "
         f"{soft} (App. H.4: {_pct(sh['soft'])}).",
-        f"* GD peaks {gd_peak}; the paper's peaks in full. TUs per trace in full: {tus} (App. H: "
-        f"{paper.TUS_PER_TRACE:g}).",
+        f"* GD's largest mean of l3 / l4 / full: {gd_peak} (over the next largest). These are means without an "
+        "interval (the sets keep no per-trace table), so no stage is called GD's maximum here; the corpus study's "
+        "per-trace ablation tests the paper's \"Graph Density reaches its maximum\" with an interval (checks "
+        f"against the paper). TUs per trace in full: {tus} (App. H: {paper.TUS_PER_TRACE:g}).",
         "",
         "Hypotheses (not tested by a table of the snapshot):",
         "",
@@ -204,7 +219,7 @@ def ablation_sets_block(folder: Path, shown: str) -> str:
 
 
 def reading_block(folder: Path, shown: str) -> str:
-    from .multiplicity import expected_exceedances
+    from .summary import chance_count
 
     tables, _ = _snapshot(folder)
     k = tables["kruskal"]
@@ -218,23 +233,32 @@ def reading_block(folder: Path, shown: str) -> str:
         n_fr = int((np.minimum(1, fr.p_friedman * len(fr)) < 0.001).sum()) if "p_friedman" in fr else 0
         out.append(
             f"On this corpus model identity hardly separates the traces: the largest model epsilon^2 is "
-            f"{_f(top.epsilon2)} ({top.target}), {above_m} of {len(km)} targets stand above their null's 95th "
-            f"percentile where {expected_exceedances(len(km)):.1f} are expected by chance, and the blocked test "
-            f"finds {n_fr} of {len(fr)} metrics at the paper's threshold (p < 0.001 after Bonferroni).")
+            f"{_f(top.epsilon2)} ({top.target}), {chance_count(tables, 'model', above_m, len(km)).replace('it (', 'their null (')}, "
+            f"and the blocked test finds {n_fr} of {len(fr)} metrics at the paper's threshold (p < 0.001 after "
+            "Bonferroni).")
     if len(kd) and "epsilon2_null_p95" in k:
         topd = kd.sort_values("epsilon2", ascending=False).iloc[0]
         above_d = int((kd.epsilon2 > kd.epsilon2_null_p95).sum())
         out.append(
-            f"The prompt's domain separates them more, with whole prompts permuted: {above_d} of {len(kd)} targets "
-            f"above the null's 95th percentile, the largest {topd.target} ({_f(topd.epsilon2)}).")
+            f"The prompt's domain separates them more, with whole prompts permuted: "
+            f"{chance_count(tables, 'domain', above_d, len(kd)).replace('it (', 'their null (')}, the largest "
+            f"{topd.target} ({_f(topd.epsilon2)}).")
     out.append("Hypothesis (not tested by a table of the snapshot): the five models are distillations of one "
                "teacher (DeepSeek-R1) and share its reasoning style, unlike the paper's seven models from different "
                "families; the prompts mix closed problems with open-ended ones, which the paper excluded by design, "
                "so domain may largely separate closed from open problems.")
-    if "aggregation_robustness" in tables:
+    if "aggregation_robustness" in tables and "claims" in tables:
+        import json
+
         r = tables["aggregation_robustness"]
-        out.append(f"With model effects this small, the model rankings the robustness checks compare ({int(r.n_models.max())} "
-                   "models) are unstable: their bootstrap intervals are in the checks against the paper.")
+        c = tables["claims"].set_index("key")
+        if "s7_rankings_invariant" in c.index:
+            x = next((y for y in json.loads(c.loc["s7_rankings_invariant", "criteria"]) if "estimate" in y), None)
+            if x is not None:
+                out.append(f"The model rankings the robustness checks compare ({int(r.n_models.max())} models) have wide "
+                           f"intervals: the smallest equal-vs-PCA rho of Breadth, Metacognition and Efficiency is "
+                           f"{_f(x['estimate'], 2)}, BCa 95% [{_f(x['ci_low'], 2)}, {_f(x['ci_high'], 2)}] over prompts "
+                           "(Depth, two metrics, is an identity there: rho = 1 by construction).")
     if "cycles_summary" in tables and "ablation" in tables:
         cs = tables["cycles_summary"]
         allc = cs[cs.model == "(all)"].set_index("subgraph")
@@ -274,8 +298,9 @@ def statistics_block(folder: Path, shown: str) -> str:
         ("`stats.permutation_seed`", str(d["permutation_seed"]), "the same shufflings for every target of a grouping"),
         ("`stats.bootstrap`", f"{d['bootstrap']:,}", "prompt resamples behind each check's interval"),
         ("`stats.bootstrap_seed`", str(d["bootstrap_seed"]), "a rerun gives the same intervals"),
-        ("`stats.interval_level`", f"{d['interval_level']:g}", "central percentile interval"),
-        ("`stats.alpha`", f"{d['alpha']:g}", "family-wise level of the Holm counts"),
+        ("`stats.interval_level`", f"{d['interval_level']:g}", "coverage of the checks' BCa intervals over prompts"),
+        ("`stats.alpha`", f"{d['alpha']:g}", "family-wise level of the Holm counts, within a family and over "
+                                            "every p-value of the results page"),
     ]
     lines = ["| key | default | what it implies |", "|---|---|---|"] + [f"| {a} | {b_} | {c} |" for a, b_, c in rows]
     described = [(k, v) for k, v in props.items() if k not in d]
@@ -291,8 +316,8 @@ def statistics_block(folder: Path, shown: str) -> str:
                          f"{_f(grp.epsilon2_null_mean.max())})" if "epsilon2_null_mean" in grp else ""))
     fam = k.groupby(["grouping", "kind"]).size()
     lines += ["", f"Chance level of epsilon^2 in the snapshot `{shown}`: " + "; ".join(chance) + ".",
-              "Families and the exceedances expected by chance (5% of each family above its null's 95th "
-              "percentile): " + "; ".join(f"{g} x {kind}s: {int(c)} targets, {expected_exceedances(int(c)):.2f} "
+              "Families and the exceedances expected by chance on average (5% of each family above its null's 95th "
+              "percentile; the joint null of the claims table gives the spread of the count): " + "; ".join(f"{g} x {kind}s: {int(c)} targets, {expected_exceedances(int(c)):.2f} "
                                           "expected" for (g, kind), c in fam.items()) + "."]
     return "\n".join(lines) + "\n"
 

@@ -31,9 +31,12 @@ from .claims import FAILS, INCONCLUSIVE, MISSING, REPLICATES, counts, plain
 from .multiplicity import expected_exceedances
 
 # the statistics tables the summary reads (a snapshot holds them, with the per-trace tables of .snapshot)
-SNAPSHOT_TABLES = ("kruskal", "model_vs_domain", "cycles_summary", "length_excluded", "aggregation_robustness",
-                   "encoder_sensitivity", "ablation", "agreement", "claims")
+SNAPSHOT_TABLES = ("kruskal", "model_vs_domain", "cycles_summary", "length_excluded", "length_partial",
+                   "aggregation_robustness", "encoder_sensitivity", "ablation", "agreement", "claims")
 RUN_FILE = "run.json"
+# what a page says of a claims table written before the claim register (issue 35) existed
+PREDATES = ("The claims table of this snapshot predates the claim register (`config/claims.yaml`): re-take the "
+            "snapshot (`thinkprobe summary --retake`) to check every sentence of the paper it lists.")
 
 Row = tuple[str, str, str, str]  # finding, this run, paper, table
 
@@ -48,6 +51,49 @@ def _p(x: Any) -> str:
         return "n/a"
     x = float(x)
     return "< 1e-16" if x < 1e-16 else f"{x:.3g}"
+
+
+def _pb(x: Any, bound: bool = False) -> str:
+    """A p-value that may be a bound: ``<= x`` at the permutation floor 1 / (B + 1) (its Holm value too)."""
+    return ("<= " if bound and x is not None and np.isfinite(float(x)) else "") + _p(x)
+
+
+def _page(t: dict[str, pd.DataFrame]) -> dict:
+    from .multiplicity import page_lookup, page_pvalues
+
+    return page_lookup(page_pvalues(t))
+
+
+def _holm_on_page(t: dict[str, pd.DataFrame], key: tuple) -> str:
+    p, bound, ph = _page(t).get(key, (np.nan, False, np.nan))
+    return _pb(ph, bound)
+
+
+def page_alpha() -> float:
+    """The level the page's Holm values are read at: the schema's default of ``stats.alpha`` (one home)."""
+    from ..config import load_schema
+
+    schema = load_schema(Path(__file__).resolve().parents[2] / "config" / "schema.yaml")
+    return float(schema["properties"]["stats"]["properties"]["alpha"]["default"])
+
+
+def joint_null(t: dict[str, pd.DataFrame]) -> dict[str, dict[str, float]]:
+    """Per grouping, the joint null of the count of targets above their null's 95th percentile (one shuffling
+    for all targets), as the claims table stores it (:func:`.claims.joint_nulls`); empty when absent."""
+    c = t.get("claims")
+    if c is None or "criteria" not in c:
+        return {}
+    row = c[(c.kind == "not_comparable") & (c.key == "effects_above_chance")]
+    return json.loads(row.criteria.iloc[0] or "{}") if len(row) else {}
+
+
+def chance_count(t: dict[str, pd.DataFrame], grouping: str, above: int, n: int) -> str:
+    """``k / n targets above ...`` read against the joint null when the claims table has it."""
+    j = joint_null(t).get(grouping)
+    if j:
+        return (f"{above} / {n} targets above it (joint null, one shuffling for all targets: {j['null_mean']:.1f} "
+                f"on average, 95th percentile {j['null_p95']:g}, p {_p(j['p'])})")
+    return f"{above} / {n} targets above it ({expected_exceedances(n):.1f} expected by chance, if independent)"
 
 
 def load_tables(stats_dir: str | Path) -> dict[str, pd.DataFrame]:
@@ -75,7 +121,8 @@ def _kruskal_rows(t: dict[str, pd.DataFrame]) -> list[Row]:
         blocked = (f"; blocked (Friedman within prompts, {int(km.n_blocks.max())} complete prompts): {n_fr} / "
                    f"{len(km)} ({n_fr_b} after Bonferroni)")
     rows.append(("metrics discriminating models at p < 0.001",
-                 f"Kruskal-Wallis {n_sig} / {len(km)} ({n_bonf} after Bonferroni){blocked}; epsilon^2 "
+                 f"Kruskal-Wallis (trace-level, pseudo-replicated: it treats the traces of a prompt as independent) "
+                 f"{n_sig} / {len(km)} ({n_bonf} after Bonferroni){blocked}; epsilon^2 "
                  f"{_f(km.epsilon2.min())}..{_f(km.epsilon2.max())}", paper.COLUMN["metrics_p001"], "kruskal"))
     top = km.sort_values("epsilon2", ascending=False).head(3)
     corr = "epsilon2_corrected" in top
@@ -89,8 +136,7 @@ def _kruskal_rows(t: dict[str, pd.DataFrame]) -> list[Row]:
             above = int((grp.epsilon2 > grp.epsilon2_null_p95).sum())
             parts.append(f"{g} ({kk} groups, {grp.permutation.iloc[0]}): null mean {_f(grp.epsilon2_null_mean.min())}.."
                          f"{_f(grp.epsilon2_null_mean.max())}, 95th pct up to {_f(grp.epsilon2_null_p95.max())}; "
-                         f"{above} / {len(grp)} targets above it ({expected_exceedances(len(grp)):.1f} expected by "
-                         "chance)")
+                         + chance_count(t, g, above, len(grp)))
         b = int(k.B.iloc[0])
         mcse = f"; Monte Carlo SE of p_perm at most {_f(k.p_perm_mcse.max(), 4)}" if "p_perm_mcse" in k else ""
         rows.append((f"epsilon^2 expected by chance (permutation null, B = {b:,}{mcse})", "; ".join(parts),
@@ -122,8 +168,9 @@ def _dominance_rows(t: dict[str, pd.DataFrame]) -> list[Row]:
     kd = k[(k.kind == "metric") & (k.grouping == "domain")].sort_values("epsilon2", ascending=False).head(3)
     km = k[(k.kind == "metric") & (k.grouping == "model")].sort_values("epsilon2", ascending=False).head(1)
     ratios = rd["ratio"].replace(np.inf, np.nan)
-    dom = ", ".join(f"{x.target} {_f(x.epsilon2, 2)}" + (f" (Holm p_perm {_p(x.p_perm_holm)})"
-                                                           if "p_perm_holm" in kd else "")
+    dom = ", ".join(f"{x.target} {_f(x.epsilon2, 2)}" + (f" (p_perm, Holm over the page, "
+                                                           f"{_holm_on_page(t, ('kruskal', 'domain', x.target, 'permutation'))})"
+                                                           if "p_perm" in kd else "")
                     for x in kd.itertuples())
     n_unc = int(rm.model_dominates_uncorrected.sum()) if "model_dominates_uncorrected" in rm else int(
         rm.model_dominates.sum())
@@ -181,22 +228,29 @@ def _length_rows(t: dict[str, pd.DataFrame]) -> list[Row]:
 def _rank_rows(t: dict[str, pd.DataFrame]) -> list[Row]:
     rows = []
 
-    def cells(names, rhos, ps) -> str:
-        return ", ".join(f"{a} {_f(b, 2)} (p {_p(c)})" for a, b, c in zip(names, rhos, ps))
+    from .multiplicity import ranking_identity
+
+    def cells(source, names, rhos, ps, identities=()) -> str:
+        return ", ".join(f"{a} {_f(b, 2)} (rho = 1 by construction: an identity, no p)" if a in identities else
+                         f"{a} {_f(b, 2)} (p {_p(c)}; Holm over the page {_holm_on_page(t, (source, 'model', a, 'exact Spearman'))})"
+                         for a, b, c in zip(names, rhos, ps))
 
     if "aggregation_robustness" in t:
         r = t["aggregation_robustness"]
         n = int(r.n_models.max()) if len(r) else 0
         how = f", {r.p_method.iloc[0]} p" if "p_method" in r and len(r) else ""
-        rows.append((f"equal vs PCA-weighted model ranking (rho, {n} models{how})", cells(r.dimension, r.rho, r.p),
+        ident = {x.dimension for x in r.itertuples() if ranking_identity(x.weights)}
+        rows.append((f"equal vs PCA-weighted model ranking (rho, {n} models{how}; a dimension of two metrics is an "
+                     "identity: PCA weights equal weights)", cells("aggregation_robustness", r.dimension, r.rho, r.p, ident),
                      paper.COLUMN["robustness"], "aggregation_robustness"))
     if "encoder_sensitivity" in t:
         s = t["encoder_sensitivity"]
         s = s[s.kind == "dimension"]
         n = int(s.n_models.max()) if len(s) else 0
         how = f", {s.p_method.iloc[0]} p" if "p_method" in s and len(s) else ""
-        rows.append((f"model ranking under a second encoder (rho, {n} models{how})", cells(s.target, s.rho, s.p),
-                     paper.COLUMN["sensitivity"], "encoder_sensitivity"))
+        rows.append((f"model ranking under a second encoder (rho, {n} models{how})",
+                     cells("encoder_sensitivity", s.target, s.rho, s.p), paper.COLUMN["sensitivity"],
+                     "encoder_sensitivity"))
     return rows
 
 
@@ -252,62 +306,161 @@ def _table(header: list[str], rows: list[list[str]]) -> list[str]:
 
 
 def effects_table(t: dict[str, pd.DataFrame]) -> list[str]:
-    """Per target: epsilon^2 by model and by domain beside their chance levels, with the permutation p
-    (Holm-adjusted within the family), its Monte Carlo error, and the blocked test of the models."""
+    """Per target: epsilon^2 by model and by domain beside their chance levels, with the permutation p (and its
+    Holm value over every p-value of the page, :func:`.multiplicity.page_pvalues`), its Monte Carlo error, the
+    blocked test of the models, and the tests of one effect that disagree."""
+    from .multiplicity import page_pvalues
+
     k = t["kruskal"]
-    if "p_perm_holm" not in k:
+    if "p_perm" not in k:
         return []
     by = {g: grp.set_index(["kind", "target"]) for g, grp in k.groupby("grouping", sort=False)}
     m, d = by.get("model"), by.get("domain")
     if m is None:
         return []
-    header = ["target", "epsilon^2 by model", "null mean / 95th pct", "p_perm, Holm (MC SE of p_perm)",
-              "Friedman p, Holm", "Kendall's W"]
+    page = _page(t)
+
+    def perm(g: str, target: str, x) -> str:
+        p, bound, ph = page.get(("kruskal", g, target, "permutation"), (np.nan, False, np.nan))
+        return f"{_pb(p, bound)} ({_f(x.p_perm_mcse, 4)}); {_pb(ph, bound)}"
+
+    header = ["target", "epsilon^2 by model", "null mean / 95th pct", "p_perm (MC SE); Holm over the page",
+              "Friedman p; Holm over the page", "Kendall's W"]
     if d is not None:
-        header += ["epsilon^2 by domain", "null mean / 95th pct", "p_perm, Holm (MC SE of p_perm)"]
-    rows = []
+        header += ["epsilon^2 by domain", "null mean / 95th pct", "p_perm (MC SE); Holm over the page"]
+    rows, disagree = [], []
+    alpha = page_alpha()
     for key, x in m.iterrows():
+        fp, _, fh = page.get(("kruskal", "model", key[1], "Friedman"), (np.nan, False, np.nan))
         row = [key[1], _f(x.epsilon2), f"{_f(x.epsilon2_null_mean)} / {_f(x.epsilon2_null_p95)}",
-               f"{_p(x.p_perm_holm)} ({_f(x.p_perm_mcse, 4)})", _p(x.p_friedman_holm), _f(x.kendall_w)]
+               perm("model", key[1], x), f"{_p(fp)}; {_p(fh)}", _f(x.kendall_w)]
+        if np.isfinite(fp) and np.isfinite(x.p_perm) and (fp < alpha) != (x.p_perm < alpha):
+            disagree.append(f"{key[1]} (permutation within prompts p {_pb(x.p_perm, False)}, Friedman p {_p(fp)})")
         if d is not None:
             y = d.loc[key] if key in d.index else None
             row += ([_f(y.epsilon2), f"{_f(y.epsilon2_null_mean)} / {_f(y.epsilon2_null_p95)}",
-                     f"{_p(y.p_perm_holm)} ({_f(y.p_perm_mcse, 4)})"] if y is not None else ["n/a"] * 3)
+                     perm("domain", key[1], y)] if y is not None else ["n/a"] * 3)
         rows.append(row)
     b = int(k.B.iloc[0])
-    return ([f"Effect sizes against chance (`kruskal`; B = {b:,} shufflings; p-values Holm-adjusted within each family: "
-             "one grouping x the 19 metrics, or x the 5 dimensions; the Friedman test blocks by prompt and needs every "
-             "model to answer a prompt, so it exists for the model grouping only):", ""]
-            + _table(header, rows))
+    allp = page_pvalues(t)
+    n_sig = int((allp.p_holm < alpha).sum())
+    sig = ", ".join(f"{x.target} by {x.grouping} ({x.test}{', length partialled' if x.source == 'length_partial' else ''}"
+                    f"{', at the floor' if x.bound else ''})"
+                    for x in allp[allp.p_holm < alpha].itertuples())
+    lines = [f"Effect sizes against chance (`kruskal`; B = {b:,} shufflings, so no permutation p is below "
+             f"1 / (B + 1) = {1 / (b + 1):.2g}: a p at that floor is printed `<= p`). **Every p-value on this page "
+             f"({len(allp)}: permutation and Friedman p here, the exact Spearman p of the ranking rows, the "
+             f"length-partialled permutation p) is Holm-adjusted over all of them together** "
+             f"(thinkprobe/stats/multiplicity.py `page_pvalues`); {n_sig} stay below {alpha:g}"
+             + (f": {sig}" if sig else "") + ". The Friedman test blocks by prompt and needs every model to answer "
+             "a prompt, so it exists for the model grouping only.", ""]
+    lines += _table(header, rows)
+    if disagree:
+        lines += ["", f"Tests of the same model effect that disagree at {alpha:g} (the within-prompt permutation of "
+                      "epsilon^2 and the Friedman test of within-prompt ranks; they weigh the prompts differently): "
+                  + "; ".join(disagree) + "."]
+    return lines
 
 
-def claims_sections(claims: pd.DataFrame) -> list[str]:
-    """The checks against the paper: replications (counted), identities and not comparable (not counted)."""
+def length_section(t: dict[str, pd.DataFrame]) -> list[str]:
+    """The length confound (`length_partial`): every metric's Spearman rho with length, and epsilon^2 by model
+    and by domain before and after partialling length out, under the dimension map the paper's figure needs
+    (App. G's), with which model effects survive (the partialled value above its permutation null's 95th pct)."""
+    if "length_partial" not in t or t["length_partial"].empty:
+        return []
+    lp = t["length_partial"]
+    by = {g: grp.set_index("target") for g, grp in lp.groupby("grouping", sort=False)}
+    m, d = by.get("model"), by.get("domain")
+    if m is None:
+        return []
+    page = _page(t)
+
+    def cell(g, target, x) -> str:
+        if x.identity:
+            return f"{_f(x.epsilon2)} -> 0 (the length itself: an identity, no p)"
+        p, bound, ph = page.get(("length_partial", g, target, "permutation"), (np.nan, False, np.nan))
+        return (f"{_f(x.epsilon2)} -> {_f(x.epsilon2_partial)} (null 95th pct {_f(x.epsilon2_null_p95_partial)}; "
+                f"p_perm {_pb(p, bound)}, Holm over the page {_pb(ph, bound)})")
+
+    rows = []
+    for target, x in m.iterrows():
+        row = [target, x.kind, _f(x.rho_length, 2), cell("model", target, x)]
+        if d is not None and target in d.index:
+            row.append(cell("domain", target, d.loc[target]))
+        rows.append(row)
+    strong = lp[(lp.grouping == "model") & (lp.kind == "metric") & (lp.identity == "")]
+    n_strong = int((strong.rho_length.abs() >= 0.2).sum())
+    surv = m[(m.identity == "") & m.survives.astype(bool)]
+    k = t["kruskal"]
+    before = k[(k.grouping == "model") & (k.kind == "metric") & (k.epsilon2 > k.epsilon2_null_p95)].target
+    lost = [x for x in before if x in m.index and not m.loc[x, "identity"] and not bool(m.loc[x, "survives"])]
+    gd = m.loc["GD"] if "GD" in m.index else None
+    prose = (f"Length confound (`length_partial`, thinkprobe/stats/confound.py; length = AT, dimension map "
+             f"`{m.dimension_map.iloc[0]}`, the one under which the paper's App. G figures add up): {n_strong} of "
+             f"{len(strong)} other metrics correlate with length at |rho| >= 0.2"
+             + (f"; GD at {_f(gd.rho_length, 2)}, its model epsilon^2 {_f(gd.epsilon2)} -> {_f(gd.epsilon2_partial)} "
+                "once length is partialled out" if gd is not None else "")
+             + ". Model effects that survive partialling (above their permutation null's 95th percentile): "
+             + (", ".join(surv.index) or "none")
+             + ("; metrics above their null before (`kruskal`) but not after: " + ", ".join(lost) if lost else "")
+             + ".")
+    header = ["target", "kind", "rho with length", "epsilon^2 by model -> partialled"]
+    if d is not None:
+        header.append("epsilon^2 by domain -> partialled")
+    return [prose, ""] + _table(header, rows)
+
+
+def claims_sections(claims: pd.DataFrame, run: dict[str, Any] | None = None) -> list[str]:
+    """The checks against the paper, from the claim register: replications (counted, each sentence whole with
+    its criteria), identities, untestable sentences (with why) and not comparable findings (not counted)."""
+    import json
+
+    if "register" not in claims:
+        return [PREDATES]
     c = counts(claims)
     rep = claims[claims.kind == "replication"]
-    lines = ["Checks against the paper (`claims`, thinkprobe/stats/claims.py). A replication answers a question "
-             "the paper answers from its data, with a criterion fixed from the paper's own words (the sentences "
-             "follow the table); this run answers with an estimate and a bootstrap interval over prompts, and a "
-             "check whose interval straddles its criterion is inconclusive. "
-             f"**{c['replications']} replications: {c[REPLICATES]} "
+    reg = (run or {}).get("register") or {}
+    where = (f"`{reg.get('path', 'config/claims.yaml')}`, commit {reg.get('commit', '?')}, sha256 "
+             f"{str(reg.get('sha256', '?'))[:12]}" if reg else "`config/claims.yaml`")
+    n_sent = int(claims.register.astype(str).ne("").sum()) if "register" in claims else len(rep)
+    lines = [f"Checks against the paper (`claims`; the claim register {where}, thinkprobe/stats/register.py): "
+             f"{n_sent} sentences of the paper's abstract, results sections and appendices, each quoted whole, "
+             f"{c['untestable']} of them not testable on this corpus (why: below). Each testable sentence's criteria "
+             "come from its own words (the words in the second column); each is computed with a BCa interval over "
+             "prompts, and the sentence replicates only when every criterion does. "
+             f"**{c['replications']} testable sentences: {c[REPLICATES]} "
              f"{'replicates' if c[REPLICATES] == 1 else 'replicate'}, {c[FAILS]} {'does' if c[FAILS] == 1 else 'do'} "
-             f"not, {c[INCONCLUSIVE]} inconclusive**" + (f", {c[MISSING]} not computed" if c[MISSING] else "") + ".", ""]
-    lines += _table(["question", "criterion", "paper", "this run", "verdict", "table"],
-                    [[r.question, r.criterion, r.paper, r.here + (f" ({r.detail})" if r.detail else ""),
-                      r.verdict if r.verdict == REPLICATES else f"**{r.verdict}**", f"`{r.table}`"]
-                     for r in rep.itertuples()])
-    lines += ["", "The paper's sentences behind each criterion:", ""]
-    lines += [f"- {r.question} ({r.where}): " + "; ".join(f'"{plain(q)}"' for q in r.quote.split(" | "))
-              for r in rep.itertuples()]
+             f"not, {c[INCONCLUSIVE]} inconclusive**" + (f", {c[MISSING]} not computed" if c[MISSING] else "") + ".",
+             ""]
+
+    def crit(r) -> str:
+        out = []
+        for x in json.loads(r.criteria or "[]"):
+            if "identity" in x:
+                out.append(f'"{plain(x["words"])}": {x["verdict"]} (not counted)')
+                continue
+            iv = (f" [{_f(x['ci_low'])}, {_f(x['ci_high'])}]" if x.get("ci_low") is not None else " (a test)")
+            out.append(f'"{plain(x["words"])}": {x["criterion"]}; here {_f(x["estimate"])}{iv}: {x["verdict"]}')
+        return "<br>".join(out)
+
+    lines += _table(["sentence (section)", "its criteria: the sentence's words, the criterion, this run (BCa 95% "
+                     "over prompts)", "verdict"],
+                    [[f'"{plain(r.quote)}" ({r.where})' + (f" ({r.detail})" if r.detail else ""), crit(r),
+                      r.verdict if r.verdict == REPLICATES else f"**{r.verdict}**"] for r in rep.itertuples()])
     ids = claims[claims.kind == "identity"]
     if len(ids):
         lines += ["", f"Identities of our reading ({len(ids)}; checks of the code, not counted): each holds by "
                       "construction, is proved on random graphs or tables by the test named, and is verified here.",
                   ""]
         lines += _table(["statement", "the paper", "this run", "holds", "proved by"],
-                        [[r.question, f'{r.where}: "{plain(r.quote.split(" | ")[0])}"', r.here,
-                          r.verdict if r.verdict == "holds" else "**VIOLATED: a bug**", f"`{r.test}`"]
+                        [[r.question if not r.register else "(register sentence)", f'{r.where}: "{plain(r.quote.split(" | ")[0])}"',
+                          r.here, r.verdict if r.verdict == "holds" else "**VIOLATED: a bug**",
+                          ", ".join(f"`{x}`" for x in str(r.test).split(", ")) if r.test else "its reason"]
                          for r in ids.itertuples()])
+    un = claims[claims.kind == "untestable"]
+    if len(un):
+        lines += ["", f"Not testable on this corpus ({len(un)} sentences of the register; not counted):", ""]
+        lines += [f'- {r.where}: "{plain(r.quote)}" Why not: {r.detail}.' for r in un.itertuples()]
     nc = claims[claims.kind == "not_comparable"]
     if len(nc):
         lines += ["", f"Not comparable ({len(nc)}; the paper did not test these; not counted):", ""]
@@ -333,6 +486,9 @@ def markdown(tables: dict[str, pd.DataFrame], run: dict[str, Any] | None = None,
     eff = effects_table(tables)
     if eff:
         lines += [""] + eff
+    ln = length_section(tables)
+    if ln:
+        lines += [""] + ln
     if "agreement" in tables and len(agreement_means(tables)):
         m = agreement_means(tables)
         lines += ["", "Segmentation agreement with the corpus's LLM step labels (means over the analysed traces; "
@@ -343,7 +499,7 @@ def markdown(tables: dict[str, pd.DataFrame], run: dict[str, Any] | None = None,
                           _f(x.windowdiff), _f(x.kappa), f"{x.n_ref_segments:.1f} / {x.n_hyp_segments:.1f}"]
                          for s, x in m.iterrows()])
     if "claims" in tables and len(tables["claims"]):
-        lines += [""] + claims_sections(tables["claims"])
+        lines += [""] + claims_sections(tables["claims"], run)
     return "\n".join(lines) + "\n"
 
 

@@ -4,16 +4,17 @@ A snapshot (``docs/results/<name>/``) is what the documentation quotes: the stat
 reads (:data:`thinkprobe.stats.summary.SNAPSHOT_TABLES`), the per-trace tables behind them (:data:`TRACE_TABLES`: the
 metrics of every trace, the cycle census of every graph, the layer ablation's per-trace values), the layer
 ablation of a few corpus sets beside the paper's Table 6 (``ablate-<set>.parquet``, :data:`ABLATION_SETS`),
-and ``run.json``: commit, date, command, how long each step took, and the code hash of every table
-(:func:`table_code`). Everything in the pages comes from these files through :mod:`thinkprobe.stats.pages`.
+and ``run.json``: commit, date, command, how long each step took, the code hash of every table
+(:func:`table_code`) and the claim register it was checked against (:func:`register_record`). Everything in the pages comes from these files through :mod:`thinkprobe.stats.pages`.
 
 *Stale*: a table is stale when the code (or the configuration) that computes it has changed since the
 snapshot was taken: :func:`stale_tables` compares ``run.json``'s hashes with today's, and
 ``tests/test_results_summary.py`` fails naming the stale tables and the command below.
 
 *Re-derived*: the statistics that only need the per-trace tables (Kruskal-Wallis and its nulls, the
-length-excluded profile, the aggregation robustness, the cycle summary, the ablation means, the checks
-against the paper) can be recomputed from the snapshot alone (:func:`rederive`); seeded permutations and
+length-excluded profile, the length-partialled effects, the aggregation robustness, the cycle summary, the
+ablation means, the checks against the paper's claim register) can be recomputed from the snapshot alone
+(:func:`rederive`); seeded permutations and
 bootstraps make a re-derivation equal to the snapshot, bit for bit, whenever the code is unchanged.
 
 *Re-taken*: :func:`thinkprobe.study.retake.retake` reruns the corpus study (Snakemake reruns only the jobs whose code or inputs
@@ -57,6 +58,7 @@ TABLE_CHAINS: dict[str, tuple[str, ...]] = {
     "kruskal": (*_METRICS_CHAIN, "profiles", "stats.kruskal"),
     "model_vs_domain": (*_METRICS_CHAIN, "profiles", "stats.kruskal"),
     "length_excluded": (*_METRICS_CHAIN, "stats.confound"),
+    "length_partial": (*_METRICS_CHAIN, "stats.confound"),
     "aggregation_robustness": (*_METRICS_CHAIN, "stats.robustness"),
     "cycles_summary": ("import", "segment", "graph", "stats.cycles"),
     "ablation": ("import", "stats.ablation"),
@@ -66,9 +68,11 @@ TABLE_CHAINS: dict[str, tuple[str, ...]] = {
                "stats.ablation", "stats.sensitivity", "stats.agreement", "stats.claims"),
     "ablate": ("ablate",),
 }
+# tables whose rows the claim register (config/claims.yaml) decides: its sha256 is part of their code hash
+REGISTER_TABLES = ("claims",)
 # tables that only need the snapshot's per-trace tables: re-derivable without the corpus
-REDERIVABLE = ("kruskal", "model_vs_domain", "length_excluded", "aggregation_robustness", "cycles_summary",
-               "ablation", "claims")
+REDERIVABLE = ("kruskal", "model_vs_domain", "length_excluded", "length_partial", "aggregation_robustness",
+               "cycles_summary", "ablation", "claims")
 
 
 def stage_hashes() -> dict[str, str]:
@@ -119,24 +123,39 @@ def _digest(obj: Any) -> str:
     return hashlib.sha256(json.dumps(obj, sort_keys=True, default=str).encode()).hexdigest()
 
 
-def table_code(config: dict[str, Any], hashes: dict[str, str] | None = None) -> dict[str, str]:
+def table_code(config: dict[str, Any], hashes: dict[str, str] | None = None,
+               root: str | Path = ".") -> dict[str, str]:
     """Per snapshot table: one sha256 over the code hashes of its stages and the configuration it reads
-    (``analysis`` for every table; ``stats`` for the statistics)."""
+    (``analysis`` for every table; ``stats`` for the statistics; for the claims table also the sha256 of the
+    claim register ``config/claims.yaml`` under ``root``, so a criterion edited after the snapshot makes the
+    claims table stale)."""
+    from ..stats.register import register_digest
+
     hashes = hashes or stage_hashes()
     analysis, stats = config.get("analysis"), config.get("stats")
     out = {}
     for table, chain in TABLE_CHAINS.items():
         uses_stats = any(s.startswith("stats.") for s in chain)
-        out[table] = _digest({"code": {s: hashes[s] for s in chain}, "analysis": analysis,
-                              "stats": stats if uses_stats else None})
+        block = {"code": {s: hashes[s] for s in chain}, "analysis": analysis, "stats": stats if uses_stats else None}
+        if table in REGISTER_TABLES:
+            block["register"] = register_digest(root)
+        out[table] = _digest(block)
     return out
+
+
+def register_record(root: str | Path = ".") -> dict[str, str]:
+    """What ``run.json`` records of the claim register: its path, sha256 and the last commit that changed it
+    (criteria are committed before the run that uses them; a later edit shows in the history)."""
+    from ..stats.register import REGISTER, register_commit, register_digest
+
+    return {"path": REGISTER, "sha256": register_digest(root), "commit": register_commit(root)}
 
 
 def stale_tables(snapshot_dir: str | Path, root: str | Path = ".") -> list[str]:
     """The tables of a snapshot whose code or configuration changed since it was taken (by ``run.json``)."""
     run = json.loads((Path(snapshot_dir) / RUN_FILE).read_text(encoding="utf-8"))
     recorded = run.get("code") or {}
-    today = table_code(study_config(tuple(run.get("configfiles") or (STUDY_CONFIG,)), root))
+    today = table_code(study_config(tuple(run.get("configfiles") or (STUDY_CONFIG,)), root), root=root)
     present = [t for t in TABLE_CHAINS if t == "ablate" or (Path(snapshot_dir) / f"{t}.parquet").exists()]
     return [t for t in present if recorded.get(t) != today[t]]
 
@@ -235,7 +254,8 @@ def snapshot(results_dir: str | Path, dest: str | Path, command: str, name: str 
             _copy_table(path, tmp / path.name, prefixes)
         run = {"name": name or dest.name, "commit": git_commit(root),
                "date": datetime.now(timezone.utc).strftime("%Y-%m-%d"), "command": command,
-               "configfiles": list(configfiles), "code": table_code(study_config(configfiles, root)), **(extra or {})}
+               "configfiles": list(configfiles), "code": table_code(study_config(configfiles, root), root=root),
+               "register": register_record(root), **(extra or {})}
         atomic_write_bytes(tmp / RUN_FILE, (json.dumps(run, indent=2) + "\n").encode())
         atomic_write_bytes(tmp / "summary.md", markdown(load_tables(tmp), read_run(tmp), str(dest)).encode())
         os.chmod(tmp, 0o777 & ~_umask())
@@ -281,18 +301,18 @@ def rederive(snapshot_dir: str | Path, out_dir: str | Path, root: str | Path = "
     kruskal_stage(metrics, profiles, str(p["kruskal"]), str(p["model_vs_domain"]), params["groupings"],
                   params["permutation"])
     confound_stage(metrics, str(out / "length_confound.parquet"), str(p["length_excluded"]), params["groupings"],
-                   params["dimensions"], params["permutation"])
+                   params["dimensions"], params["permutation"], str(p["length_partial"]))
     robustness_stage(metrics, str(p["aggregation_robustness"]), params["dimensions"])
     cycle_summary(pd.read_parquet(snap / "cycles.parquet")).to_parquet(p["cycles_summary"])
     ablation_means(pd.read_parquet(snap / "ablation_traces.parquet")).to_parquet(p["ablation"])
-    tables = {n: str(p[n]) for n in ("kruskal", "model_vs_domain", "length_excluded", "aggregation_robustness",
-                                     "cycles_summary", "ablation")}
+    tables = {n: str(p[n]) for n in ("kruskal", "model_vs_domain", "length_excluded", "length_partial",
+                                     "aggregation_robustness", "cycles_summary", "ablation")}
     for n in ("encoder_sensitivity", "agreement"):
         if (snap / f"{n}.parquet").exists():
             shutil.copyfile(snap / f"{n}.parquet", out / f"{n}.parquet")
             tables[n] = str(out / f"{n}.parquet")
     claims_stage(tables, metrics, str(snap / "cycles.parquet"), str(snap / "ablation_traces.parquet"),
-                 str(p["claims"]), params["bootstrap"], params["alpha"], params["dimensions"])
+                 str(p["claims"]), params["bootstrap"], params["alpha"], params["dimensions"], params["permutation"])
     return p
 
 
