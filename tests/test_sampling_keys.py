@@ -263,3 +263,34 @@ def test_an_unknown_backend_or_estimator_has_no_sampling_code():
         sampling_code(False, "tgi", "full")
     with pytest.raises(ValueError, match="unknown estimator 'cut' \\(one of forced, full\\)"):
         sampling_code(False, "vllm", "cut")
+
+
+def test_every_module_only_one_backend_or_estimator_imports_is_declared_as_its_code():
+    """The walk from the sampling functions reaches every backend (a package's __init__ re-exports the engine
+    factory), so :data:`BACKEND_CODE` / :data:`ESTIMATOR_CODE` name what only one member runs. A helper module
+    that a backend's (or estimator's) module imports and no shared sampling module imports belongs to that member:
+    left undeclared, it would key every other member's batches too. Fails naming the module to declare."""
+    from thinkprobe import codedeps
+    from thinkprobe.trajectories.sampling import NOT_SAMPLING_CODE
+
+    def imports(module: str) -> set[str]:
+        info = codedeps._module_info(module)
+        refs = set(info.bindings.values()) | set(info.always_imports)
+        refs |= {r for found in info.def_imports.values() for r in found}
+        return {m for m, _ in refs}
+
+    members = {m for table in (BACKEND_CODE, ESTIMATOR_CODE) for mods in table.values() for m in mods}
+    # the shared code's modules and what they import, never through a member or the factory (NOT_SAMPLING_CODE)
+    shared, todo = set(), ["trajectories.sampling"]
+    while todo:
+        module = todo.pop()
+        if module not in shared and module not in members and module not in NOT_SAMPLING_CODE:
+            shared.add(module)
+            todo += imports(module)
+    assert "generate.interface" in shared and not {"generate.vllm_engine", "generate.http_engine"} & shared
+    shared_imports = shared.union(*(imports(m) for m in shared))
+    for table in (BACKEND_CODE, ESTIMATOR_CODE):
+        for name, mods in table.items():
+            for module in mods:
+                loose = imports(module) - shared_imports - members - NOT_SAMPLING_CODE
+                assert not loose, f"{module} ({name}) imports {sorted(loose)}: declare them as its code"
