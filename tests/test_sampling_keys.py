@@ -294,3 +294,46 @@ def test_every_module_only_one_backend_or_estimator_imports_is_declared_as_its_c
             for module in mods:
                 loose = imports(module) - shared_imports - members - NOT_SAMPLING_CODE
                 assert not loose, f"{module} ({name}) imports {sorted(loose)}: declare them as its code"
+
+
+RESAMPLE = r'''
+import json, sys
+from thinkprobe.stages.trajectories import sample_batch
+a = json.loads(sys.argv[1])
+lines = []
+stats = sample_batch(a["traces"], a["out"], a["model"], a["traj"], a["questions"], a["store"], log=lines.append)
+print("STATS " + json.dumps({"documents_reused": stats["documents_reused"], "log": "\n".join(lines)}))
+'''
+
+
+def test_a_finished_run_is_left_with_nothing_to_sample_by_an_edit_of_another_backend_or_estimator(
+        endpoint, tmp_path, tok):
+    """End to end, through a real (loopback) endpoint: a finished sampling run of the HTTP backend and the full
+    estimator, rerun by a copy of the package whose vLLM engine and forced-answer estimator were edited, takes
+    every document from the store and asks the endpoint nothing; the same copy with its HTTP client edited
+    samples again. (The vLLM direction is the identity test above: an engine start here costs a minute.)"""
+    traces = write_traces(tmp_path, tok)
+    model = endpoint.model(max_model_len=2048)
+    stats, posts, _ = run(endpoint, tmp_path, traces, model)
+    assert posts > 0 and stats["documents_reused"] == 0
+    root = tmp_path / "copy"
+    shutil.copytree(REPO / "thinkprobe", root / "thinkprobe", ignore=shutil.ignore_patterns("__pycache__"))
+    traj = {k: v for k, v in TRAJ.items() if k != "prefixes_per_call"}
+    arg = json.dumps({"traces": traces, "out": str(tmp_path / "out" / "b0000.json"), "model": model, "traj": traj,
+                      "questions": QUESTIONS, "store": str(tmp_path / "store")})
+
+    def rerun() -> tuple[dict, int]:
+        before = endpoint.posts
+        out = subprocess.run([sys.executable, "-c", RESAMPLE, arg], capture_output=True, text=True, timeout=300,
+                             env={**os.environ, "PYTHONPATH": str(root)}, cwd=root)
+        line = next((ln for ln in out.stdout.splitlines() if ln.startswith("STATS ")), None)
+        assert line, out.stderr[-3000:]
+        return json.loads(line[len("STATS "):]), endpoint.posts - before
+
+    _edit(root, "generate/vllm_engine.py")
+    _edit(root, "trajectories/forced.py")
+    got, posts = rerun()
+    assert got["documents_reused"] == 2 and posts == 0 and "no engine started" in got["log"], got
+    _edit(root, "generate/http_engine.py")
+    got, posts = rerun()
+    assert got["documents_reused"] == 0 and posts > 0, got
