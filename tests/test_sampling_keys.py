@@ -23,7 +23,10 @@ from pathlib import Path
 import pytest
 
 from thinkprobe import protect
-from thinkprobe.trajectories.sampling import SamplingConfig, sampling_code, sampling_code_sha256
+from thinkprobe.generate.defaults import ESTIMATORS
+from thinkprobe.generate.engine import BACKENDS
+from thinkprobe.trajectories.sampling import (BACKEND_CODE, ESTIMATOR_CODE, SamplingConfig, sampling_code,
+                                              sampling_code_sha256)
 from thinkprobe.stages.trajectories import sample_batch
 from thinkprobe.stages.unitfiles import write_unit
 from thinkprobe.trajectories.batches import batch_identity
@@ -177,34 +180,160 @@ def test_protection_names_a_changed_engine_setting_and_the_sampling_code(tmp_pat
         protect.refusal([(path, why)])
 
 
+MODELS = {"vllm": {"name": "m", "backend": "vllm", "path": "m"},
+          "openai": {"name": "m", "backend": "openai", "base_url": "http://127.0.0.1:9/v1", "served_model": "m"}}
+# In a copy of the package: the code hash of a batch's identity (what planning, the store and the finished
+# documents compare) for each (backend, trajectories section) given as JSON.
 CODE_HASH = ("import json, sys; from thinkprobe.trajectories.batches import batch_identity; "
-             "print(json.dumps([batch_identity(json.loads(sys.argv[1]), {'name': 'm', 'backend': 'vllm', "
-             "'path': 'm'})['code_sha256'] for _ in [0]]))")
+             "print(json.dumps([batch_identity(traj, model)['code_sha256'] for model, traj in json.loads(sys.argv[1])]))")
 
 
-def _code_hash(package_root: Path, traj: dict) -> str:
+def _code_hashes(package_root: Path, combos: list[tuple[str, dict]]) -> list[str]:
     env = {**os.environ, "PYTHONPATH": str(package_root)}
-    out = subprocess.run([sys.executable, "-c", CODE_HASH, json.dumps(traj)], capture_output=True, text=True,
+    arg = json.dumps([[MODELS[backend], traj] for backend, traj in combos])
+    out = subprocess.run([sys.executable, "-c", CODE_HASH, arg], capture_output=True, text=True,
                          env=env, check=True, cwd=package_root)
-    return json.loads(out.stdout)[0]
+    return json.loads(out.stdout)
+
+
+def _code_hash(package_root: Path, traj: dict, backend: str = "vllm") -> str:
+    return _code_hashes(package_root, [(backend, traj)])[0]
 
 
 def test_an_edit_of_the_sampling_code_changes_the_key_and_a_label_parser_edit_does_not(tmp_path):
     """A copy of the package, edited as a developer would: the sampling code's hash (in every key) follows
     an edit of the sampling module; an edit of the label parser changes it only where labels decide how
     many continuations are sampled (sequential stopping), so a parser change never costs GPU time."""
-    assert "trajectories.sampling" in sampling_code(False) and "trajectories.labelling" not in sampling_code(False)
-    assert {"trajectories.labelling", "trajectories.parsing", "trajectories.stopping"} <= set(sampling_code(True))
-    assert not {"trajectories.dynamics", "trajectories.distributions"} & set(sampling_code(True))
+    off, on = sampling_code(False, "vllm", "full"), sampling_code(True, "vllm", "full")
+    assert "trajectories.sampling" in off and "trajectories.labelling" not in off
+    assert {"trajectories.labelling", "trajectories.parsing", "trajectories.stopping"} <= set(on)
+    assert not {"trajectories.dynamics", "trajectories.distributions"} & set(on)
     stopping = {**TRAJ, "stopping": {"enabled": True}}
     root = tmp_path / "copy"
     shutil.copytree(REPO / "thinkprobe", root / "thinkprobe", ignore=shutil.ignore_patterns("__pycache__"))
-    assert _code_hash(root, TRAJ) == sampling_code_sha256(False)
-    assert _code_hash(root, stopping) == sampling_code_sha256(True)
+    assert _code_hash(root, TRAJ) == sampling_code_sha256(False, "vllm", "full")
+    assert _code_hash(root, stopping) == sampling_code_sha256(True, "vllm", "full")
     with open(root / "thinkprobe/trajectories/labelling.py", "a", encoding="utf-8") as fh:
         fh.write("\n# a parser edit\n")
-    assert _code_hash(root, TRAJ) == sampling_code_sha256(False)
-    assert _code_hash(root, stopping) != sampling_code_sha256(True)
+    assert _code_hash(root, TRAJ) == sampling_code_sha256(False, "vllm", "full")
+    assert _code_hash(root, stopping) != sampling_code_sha256(True, "vllm", "full")
     with open(root / "thinkprobe/trajectories/sampling.py", "a", encoding="utf-8") as fh:
         fh.write("\n# a sampling edit\n")
-    assert _code_hash(root, TRAJ) != sampling_code_sha256(False)
+    assert _code_hash(root, TRAJ) != sampling_code_sha256(False, "vllm", "full")
+
+
+def _edit(root: Path, module: str) -> None:
+    with open(root / "thinkprobe" / module, "a", encoding="utf-8") as fh:
+        fh.write(f"\n# an edit of {module}\n")
+
+
+def test_a_batch_is_keyed_by_the_code_of_its_own_backend_and_estimator_only(tmp_path):
+    """Stored work keyed by what made it (issue 34, item 3), in a copy of the package edited as a developer
+    would: an edit of the HTTP client leaves the identity of every vLLM batch as it was (so a finished vLLM
+    sampling run finds its batches, parts and finished documents and samples nothing) and changes the HTTP
+    batches'; an edit of the forced-answer estimator leaves every batch of the full-continuation estimator as
+    it was; an edit of the vLLM engine changes the vLLM batches' and no HTTP batch's; an edit of the engine
+    factory (a new backend's branch) changes none."""
+    forced = {**TRAJ, "estimator": "forced"}
+    combos = [("vllm", TRAJ), ("vllm", forced), ("openai", TRAJ), ("openai", forced)]
+    names = ["vllm/full", "vllm/forced", "openai/full", "openai/forced"]
+    assert set(BACKEND_CODE) == set(BACKENDS) and set(ESTIMATOR_CODE) == set(ESTIMATORS)
+    root = tmp_path / "copy"
+    shutil.copytree(REPO / "thinkprobe", root / "thinkprobe", ignore=shutil.ignore_patterns("__pycache__"))
+    base = dict(zip(names, _code_hashes(root, combos)))
+    assert base == {f"{b}/{e}": sampling_code_sha256(False, b, e) for b in BACKENDS for e in ESTIMATORS}
+    assert len(set(base.values())) == 4, base  # each combination its own code
+
+    def changed_by(module: str) -> set[str]:
+        nonlocal base
+        _edit(root, module)
+        after = dict(zip(names, _code_hashes(root, combos)))
+        moved, base = {n for n in names if after[n] != base[n]}, after
+        return moved
+
+    assert changed_by("generate/http_engine.py") == {"openai/full", "openai/forced"}
+    assert changed_by("trajectories/forced.py") == {"vllm/forced", "openai/forced"}
+    assert changed_by("generate/vllm_engine.py") == {"vllm/full", "vllm/forced"}
+    assert changed_by("generate/engine.py") == set()
+    assert changed_by("generate/interface.py") == set(names)  # the interface both backends run is shared
+
+
+def test_an_unknown_backend_or_estimator_has_no_sampling_code():
+    with pytest.raises(ValueError, match="unknown backend 'tgi' \\(one of openai, vllm\\)"):
+        sampling_code(False, "tgi", "full")
+    with pytest.raises(ValueError, match="unknown estimator 'cut' \\(one of forced, full\\)"):
+        sampling_code(False, "vllm", "cut")
+
+
+def test_every_module_only_one_backend_or_estimator_imports_is_declared_as_its_code():
+    """The walk from the sampling functions reaches every backend (a package's __init__ re-exports the engine
+    factory), so :data:`BACKEND_CODE` / :data:`ESTIMATOR_CODE` name what only one member runs. A helper module
+    that a backend's (or estimator's) module imports and no shared sampling module imports belongs to that member:
+    left undeclared, it would key every other member's batches too. Fails naming the module to declare."""
+    from thinkprobe import codedeps
+    from thinkprobe.trajectories.sampling import NOT_SAMPLING_CODE
+
+    def imports(module: str) -> set[str]:
+        info = codedeps._module_info(module)
+        refs = set(info.bindings.values()) | set(info.always_imports)
+        refs |= {r for found in info.def_imports.values() for r in found}
+        return {m for m, _ in refs}
+
+    members = {m for table in (BACKEND_CODE, ESTIMATOR_CODE) for mods in table.values() for m in mods}
+    # the shared code's modules and what they import, never through a member or the factory (NOT_SAMPLING_CODE)
+    shared, todo = set(), ["trajectories.sampling"]
+    while todo:
+        module = todo.pop()
+        if module not in shared and module not in members and module not in NOT_SAMPLING_CODE:
+            shared.add(module)
+            todo += imports(module)
+    assert "generate.interface" in shared and not {"generate.vllm_engine", "generate.http_engine"} & shared
+    shared_imports = shared.union(*(imports(m) for m in shared))
+    for table in (BACKEND_CODE, ESTIMATOR_CODE):
+        for name, mods in table.items():
+            for module in mods:
+                loose = imports(module) - shared_imports - members - NOT_SAMPLING_CODE
+                assert not loose, f"{module} ({name}) imports {sorted(loose)}: declare them as its code"
+
+
+RESAMPLE = r'''
+import json, sys
+from thinkprobe.stages.trajectories import sample_batch
+a = json.loads(sys.argv[1])
+lines = []
+stats = sample_batch(a["traces"], a["out"], a["model"], a["traj"], a["questions"], a["store"], log=lines.append)
+print("STATS " + json.dumps({"documents_reused": stats["documents_reused"], "log": "\n".join(lines)}))
+'''
+
+
+def test_a_finished_run_is_left_with_nothing_to_sample_by_an_edit_of_another_backend_or_estimator(
+        endpoint, tmp_path, tok):
+    """End to end, through a real (loopback) endpoint: a finished sampling run of the HTTP backend and the full
+    estimator, rerun by a copy of the package whose vLLM engine and forced-answer estimator were edited, takes
+    every document from the store and asks the endpoint nothing; the same copy with its HTTP client edited
+    samples again. (The vLLM direction is the identity test above: an engine start here costs a minute.)"""
+    traces = write_traces(tmp_path, tok)
+    model = endpoint.model(max_model_len=2048)
+    stats, posts, _ = run(endpoint, tmp_path, traces, model)
+    assert posts > 0 and stats["documents_reused"] == 0
+    root = tmp_path / "copy"
+    shutil.copytree(REPO / "thinkprobe", root / "thinkprobe", ignore=shutil.ignore_patterns("__pycache__"))
+    traj = {k: v for k, v in TRAJ.items() if k != "prefixes_per_call"}
+    arg = json.dumps({"traces": traces, "out": str(tmp_path / "out" / "b0000.json"), "model": model, "traj": traj,
+                      "questions": QUESTIONS, "store": str(tmp_path / "store")})
+
+    def rerun() -> tuple[dict, int]:
+        before = endpoint.posts
+        out = subprocess.run([sys.executable, "-c", RESAMPLE, arg], capture_output=True, text=True, timeout=300,
+                             env={**os.environ, "PYTHONPATH": str(root)}, cwd=root)
+        line = next((ln for ln in out.stdout.splitlines() if ln.startswith("STATS ")), None)
+        assert line, out.stderr[-3000:]
+        return json.loads(line[len("STATS "):]), endpoint.posts - before
+
+    _edit(root, "generate/vllm_engine.py")
+    _edit(root, "trajectories/forced.py")
+    got, posts = rerun()
+    assert got["documents_reused"] == 2 and posts == 0 and "no engine started" in got["log"], got
+    _edit(root, "generate/http_engine.py")
+    got, posts = rerun()
+    assert got["documents_reused"] == 0 and posts > 0, got

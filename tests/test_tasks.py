@@ -78,7 +78,8 @@ def state():
     sampling.sampling_code_sha256.cache_clear()
     return {"traj_label": codedeps.script_code(codedeps.SCRIPTS_DIR / "traj_label.py"),
             "traj_tables": codedeps.script_code(codedeps.SCRIPTS_DIR / "traj_tables.py"),
-            "sample_off": sampling.sampling_code_sha256(False), "sample_on": sampling.sampling_code_sha256(True)}
+            "sample_off": sampling.sampling_code_sha256(False, "vllm", "full"),
+            "sample_on": sampling.sampling_code_sha256(True, "vllm", "full")}
 
 before = state()
 path = codedeps.PACKAGE_DIR / "tasks" / "_choices.py"

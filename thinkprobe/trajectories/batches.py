@@ -15,7 +15,7 @@ from .. import protect
 from ..generate.defaults import MODEL_RESOURCE_KEYS
 from ..traces import run_name, safe_id
 from ..units import UnitKey
-from .sampling import SamplingConfig, decoded_sampling, decoding_applies, sampling_code_sha256
+from .sampling import SamplingConfig, decoded_sampling, decoding_applies, batch_code_sha256
 
 
 class PlanError(ValueError):
@@ -138,7 +138,7 @@ def batch_identity(traj: Mapping[str, Any], model_cfg: Mapping[str, Any]) -> dic
     (:func:`thinkprobe.protect.identity`). The sampling job records it beside the batch and keys the store
     and the finished documents with it; planning compares it before a rerun."""
     cfg = SamplingConfig.from_config(traj)
-    return protect.identity(cfg.as_dict(), model_cfg, sampling_code_sha256(cfg.stopping is not None))
+    return protect.identity(cfg.as_dict(), model_cfg, batch_code_sha256(cfg, model_cfg.get("backend")))
 
 
 def batch_id(index: int, decoding: str = "default") -> str:

@@ -64,31 +64,57 @@ from .store import ContinuationStore  # noqa: F401 - re-exported
 # document is assembled; with sequential stopping, also the labels that decide how many are sampled. Its
 # hash keys the store, the finished documents and the protection check, so samples taken by other code are
 # never reused. Not part of it, though the walk from those functions reaches them: a package's __init__
-# (run on import, it decides nothing) and the analysis it re-exports, the provenance helpers, the engines'
-# process plumbing and model lookup (the cache folder too; the weights are keyed by the model's identity) and
-# the defaults (their values enter the key as settings).
+# (run on import, it decides nothing) and the analysis it re-exports, the provenance helpers, the engine
+# factory (``generate.engine``: it only picks the backend, which the identity names), the engines' process
+# plumbing and model lookup (the cache folder too; the weights are keyed by the model's identity) and the
+# defaults (their values enter the key as settings).
 NOT_SAMPLING_CODE = frozenset({"__init__", "generate.__init__", "trajectories.__init__", "trajectories.distributions",
-                               "trajectories.dynamics", "codedeps", "outputs", "cache", "generate.hub",
-                               "generate.models", "generate.reaper", "generate.defaults"})
+                               "trajectories.dynamics", "codedeps", "outputs", "cache", "generate.engine",
+                               "generate.hub", "generate.models", "generate.reaper", "generate.defaults"})
+
+# Stored work keyed by what made it (issue 34, item 3): the modules that only one backend or one estimator
+# runs. A batch's code is the shared sampling code (the engine interface both backends run included) plus the
+# code of ITS backend and ITS estimator, never another's: a fix in the HTTP client leaves every batch sampled
+# with vLLM valid, an edit of the forced-answer estimator every batch of the full-continuation estimator. The walk from the
+# sampling functions reaches every backend (a package's __init__ re-exports the factory, which imports them
+# all), so the other backends' and estimators' modules are taken out of it here. One key per member of
+# ``generate.engine.BACKENDS`` and ``generate.defaults.ESTIMATORS`` (a test holds them equal).
+BACKEND_CODE = {"vllm": ("generate.vllm_engine",), "openai": ("generate.http_engine", "boundedjson")}
+ESTIMATOR_CODE = {"full": (), "forced": ("trajectories.forced",)}
 
 
-def sampling_code(stopping: bool) -> list[str]:
-    """The modules of the sampling code (what the functions below use, :mod:`thinkprobe.codedeps`; with
-    ``stopping``, also the labels that decide how many are sampled), less :data:`NOT_SAMPLING_CODE`."""
+def _member_code(table: Mapping[str, tuple[str, ...]], what: str, name: str) -> tuple[str, ...]:
+    if name not in table:
+        raise ValueError(f"unknown {what} {name!r} (one of {', '.join(sorted(table))})")
+    return table[name]
+
+
+def sampling_code(stopping: bool, backend: str, estimator: str) -> list[str]:
+    """The modules of the sampling code of a batch sampled through ``backend`` with ``estimator`` (what the
+    functions below use, :mod:`thinkprobe.codedeps`, and the backend's engine; with ``stopping``, also the
+    labels that decide how many are sampled), less :data:`NOT_SAMPLING_CODE` and less the modules of the
+    other backends and estimators (:data:`BACKEND_CODE`, :data:`ESTIMATOR_CODE`)."""
+    own = set(_member_code(BACKEND_CODE, "backend", backend)) | set(_member_code(ESTIMATOR_CODE, "estimator", estimator))
+    others = {m for table in (BACKEND_CODE, ESTIMATOR_CODE) for mods in table.values() for m in mods} - own
     code = [plan_trace, sample_plans, _budget, _seed, _spec, _continuation, continuation_document]
     if stopping:
         code += [_labels_for_stopping, StoppingRule]
-    return [m for m in used_modules((f.__module__.removeprefix("thinkprobe."), f.__name__) for f in code)
-            if m not in NOT_SAMPLING_CODE]
+    entries = [(f.__module__.removeprefix("thinkprobe."), f.__name__) for f in code] + [(m, None) for m in own]
+    return [m for m in used_modules(entries) if m not in NOT_SAMPLING_CODE and m not in others]
 
 
 @lru_cache(maxsize=None)
-def sampling_code_sha256(stopping: bool) -> str:
-    """sha256 of the :func:`sampling_code` sources (read once per process and setting)."""
+def sampling_code_sha256(stopping: bool, backend: str, estimator: str) -> str:
+    """sha256 of the :func:`sampling_code` sources (read once per process and combination)."""
     from ..outputs import source_hash
 
-    return source_hash(sampling_code(stopping))
+    return source_hash(sampling_code(stopping, backend, estimator))
 
+
+def batch_code_sha256(cfg: SamplingConfig, backend: str) -> str:
+    """The sampling code hash of a batch of ``cfg`` sampled through ``backend``: its stopping setting and
+    estimator pick the code (:func:`sampling_code_sha256`)."""
+    return sampling_code_sha256(cfg.stopping is not None, backend, cfg.estimator)
 
 
 # Keys of a `trajectories.decodings` entry that say where it applies rather than how to sample.
@@ -353,7 +379,7 @@ def _budget(cfg: SamplingConfig, prompt_tokens: int, max_model_len: int | None) 
 
 
 def _spec(cfg: SamplingConfig, n: int, max_new: int, seed: int | None, stop: Sequence[str] = ()):
-    from ..generate.engine import SamplingSpec
+    from ..generate.interface import SamplingSpec
 
     return SamplingSpec(n=n, temperature=cfg.temperature, top_p=cfg.top_p, max_tokens=max_new, seed=seed,
                         stop=tuple(stop), skip_special_tokens=False)
@@ -368,7 +394,7 @@ STOP_REASONS = ("eos", "stop_string", "budget", "context", "error")
 def _local_tokenizer(engine):
     """The engine's tokenizer for reading ``</think>`` from token ids, or None where the engine has none here
     (an HTTP endpoint configured without a local ``tokenizer``): continuations are then read as text."""
-    from ..generate.engine import EngineError
+    from ..generate.interface import EngineError
 
     try:
         return engine.tokenizer() if hasattr(engine, "tokenizer") else None
@@ -485,7 +511,7 @@ def sampling_provenance(engine, cfg: SamplingConfig, fingerprint: str | None = N
     return provenance(code_modules(sample_traces), cfg.as_dict(), [], engine={"backend": engine.backend, "model": engine.model,
                                                            "version": engine.version,
                                                            "max_model_len": engine.max_model_len},
-                      tokenizer_sha256=fingerprint, sampling_code_sha256=sampling_code_sha256(cfg.stopping is not None))
+                      tokenizer_sha256=fingerprint, sampling_code_sha256=batch_code_sha256(cfg, engine.backend))
 
 
 def store_digest(cfg: SamplingConfig, engine, identity: Mapping[str, Any] | None = None) -> str:
@@ -498,8 +524,7 @@ def store_digest(cfg: SamplingConfig, engine, identity: Mapping[str, Any] | None
     from .. import protect
 
     ident = dict(identity) if identity is not None else protect.identity(
-        cfg.as_dict(), {"name": engine.model, "backend": engine.backend},
-        sampling_code_sha256(cfg.stopping is not None))
+        cfg.as_dict(), {"name": engine.model, "backend": engine.backend}, batch_code_sha256(cfg, engine.backend))
     blob = json.dumps([ident, getattr(engine, "max_model_len", None)], sort_keys=True, default=str)
     return hashlib.sha256(blob.encode()).hexdigest()[:16]
 
