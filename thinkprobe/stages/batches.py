@@ -140,3 +140,22 @@ def unit_files(stage: str, units: Iterable[str], ext: str = "json") -> list[str]
     ['results/graphs/m/qs/q1/1.json']
     """
     return [f"results/{stage}/{u}.{ext}" for u in units]
+
+
+def transform_batch(in_paths: Sequence[str], emb_paths: Sequence[str], out_paths: Sequence[str], modules: list[str],
+                    analysis: dict[str, Any], build, stage: str) -> dict[str, int]:
+    """:func:`.unitfiles.transform_units` for the units whose output is not current (:func:`current_doc`); the
+    others are kept as they are, counted by their status."""
+    from .unitfiles import STATUSES, transform_units, unit_provenance
+
+    counts = {status: 0 for status in STATUSES}
+    todo = []
+    for i, (in_path, emb_path, out_path) in enumerate(zip(in_paths, emb_paths, out_paths)):
+        kept = current_doc(out_path, unit_provenance(modules, analysis, [in_path, emb_path]))
+        if kept is None:
+            todo.append(i)
+        else:
+            counts[kept["status"]] += 1
+    done = transform_units([in_paths[i] for i in todo], [emb_paths[i] for i in todo], [out_paths[i] for i in todo],
+                           modules, analysis, build, stage=stage)
+    return {status: counts[status] + done[status] for status in STATUSES}

@@ -112,18 +112,11 @@ def transform_units(in_paths: list[str], emb_paths: list[str], out_paths: list[s
     """One output per unit from its upstream file and embeddings; units already out pass their status through.
 
     ``build(doc, emb_path, provenance)`` returns the output document of an ``ok`` unit. Whatever fails
-    for one unit (its upstream file, ``build``, the write) makes that unit ``excluded`` in ``stage``. A unit
-    whose output is already current (same code, parameters and inputs: :func:`.batches.current_doc`) is kept.
+    for one unit (its upstream file, ``build``, the write) makes that unit ``excluded`` in ``stage``.
     """
-    from .batches import current_doc
-
     counts = {status: 0 for status in STATUSES}
     for in_path, emb_path, out_path in zip(in_paths, emb_paths, out_paths):
         prov = unit_provenance(modules, analysis, [in_path, emb_path])
-        kept = current_doc(out_path, prov)
-        if kept is not None:
-            counts[kept["status"]] += 1
-            continue
         doc: dict[str, Any] | None = None
         try:
             doc = read_unit(in_path, outdate=True)
