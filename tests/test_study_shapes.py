@@ -41,7 +41,7 @@ def test_one_model_on_many_questions_plans_one_analysis_job_per_batch_and_stage(
         assert counts["collect"] == units // 200
         assert _planned_analysis(study.parent, study) == sum(counts[r] for r in ANALYSIS)
         seen[units] = sum(counts.values())
-    assert seen[8000] < 3 * seen[2000] and seen[8000] < 8000 / 10  # grows with batches, far below one per unit
+    assert seen[8000] <= 4 * seen[2000] and seen[8000] < 8000 / 20  # grows with batches, far below one per unit
 
 
 def test_many_models_on_few_questions_plans_one_analysis_job_per_model_batch_and_stage(tmp_path):
