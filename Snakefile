@@ -54,7 +54,7 @@ rule all:
         "results/report/metrics.html",
         "results/report/exclusions.html",
         "results/report/profiles.html",
-        [f"results/batches/{qset}/{batch}.json" for qset, batch in BATCHES],
+        manifests("metrics"),  # every analysis batch (rules/common.smk)
         STATS_TARGETS if STATS["enabled"] else [],
         TRAJ_TARGETS if TRAJ["enabled"] else [],
         PAGE_TARGETS,

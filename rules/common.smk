@@ -2,8 +2,8 @@
 #
 # The configuration is validated against config/schema.yaml (defaults filled in) before any job runs; a
 # bad key stops Snakemake with a message naming the key, the value and what is allowed. The inputs are
-# read once here to plan the units: model x question set x question x run. Analysis jobs are sharded per
-# question (wildcards question_set, question_id), each writing one file per unit.
+# read once here to plan the units: model x question set x question x run. Analysis jobs run per batch of
+# units (wildcards model, question_set, batch), each writing one file per unit (thinkprobe.stages.batches).
 
 from snakemake.exceptions import WorkflowError
 
@@ -112,15 +112,17 @@ RETRY = _retry_pending()  # shards whose input changed after an earlier planning
 MODELS = DISCOVERY.models
 RUNS = DISCOVERY.runs
 SHARDS = [(qset, qid) for qset, qids in DISCOVERY.questions.items() for qid in qids]
-# Batches of questions: a batch's analysis jobs form one connected component of group "analysis" (joined
-# by the batch manifest), so a SLURM job runs a whole batch with one Snakemake start. Adding a question only
-# changes its batch's manifest, a job that writes one small file.
-_B = config["resources"]["batch_questions"]
-BATCHES = {
-    (qset, f"b{k // _B:04d}"): qids[k : k + _B]
-    for qset, qids in DISCOVERY.questions.items()
-    for k in range(0, len(qids), _B)
-}
+# Analysis batches (thinkprobe.stages.batches): one model's units of resources.batch_questions questions of a
+# question set, one segment, graph and metrics job each, which writes its units' files itself; its manifest is the
+# job's output. The DAG grows with batches, not questions. A batch's three jobs are one component of group
+# "analysis" (one SLURM job).
+from thinkprobe.stages import batches as _batches
+
+# A collected question set's batches are those of the models collected on it (another model's units there are
+# absent: no trace, no file); an imported set's are every model's (a unit without a trace is written as missing).
+_BATCH_MODELS = {qset: sorted({m for m, _r in COLLECT.collected_pairs(qset)}, key=MODELS.index)
+                 if qset in COLLECT.question_sets else MODELS for qset in DISCOVERY.questions}
+BATCHES = _batches.question_batches(DISCOVERY.questions, _BATCH_MODELS, config["resources"]["batch_questions"])
 ANALYSIS = config["analysis"]
 
 
@@ -141,7 +143,7 @@ def file_sha(path):
 
 
 def unit_files(stage, ext):
-    """The per-unit files of one question shard, model-major then run (the order scripts rely on)."""
+    """The per-unit files of one question shard, model-major then run (the import job's outputs)."""
     return [
         f"results/{stage}/{model}/{{question_set}}/{{question_id}}/{run}.{ext}"
         for model in MODELS
@@ -153,18 +155,41 @@ def unit_paths(wildcards):
     return [f"{m}/{wildcards.question_set}/{wildcards.question_id}/{r}" for m in MODELS for r in RUNS]
 
 
-def all_unit_files(stage, ext):
-    return [
-        f"results/{stage}/{m}/{qset}/{qid}/{r}.{ext}"
-        for qset, qid in SHARDS
-        for m in MODELS
-        for r in RUNS
-    ]
+def batch_keys(wildcards):
+    """The units of one analysis batch, question then run (the order of its unit files and manifest)."""
+    m, qset = wildcards.model, wildcards.question_set
+    return [UnitKey(m, qset, q, r) for q in BATCHES[(m, qset, wildcards.batch)] for r in RUNS]
 
 
-def batch_metric_files(wildcards):
-    qids = BATCHES[(wildcards.question_set, wildcards.batch)]
-    return [f"results/metrics/{m}/{wildcards.question_set}/{q}/{r}.json" for q in qids for m in MODELS for r in RUNS]
+def batch_units(wildcards):
+    """An analysis job's identity param: its units (``model/question_set/question_id/run``). A different
+    batching (resources.batch_questions) changes it, and the rerun job keeps every unit file already current."""
+    return [k.path for k in batch_keys(wildcards)]
+
+
+def manifests(stage, keys=None):
+    """The batch manifests of ``stage`` (``segments``, ``graphs``, ``metrics``): of every batch, or of the
+    batches of the units ``keys`` (model/question_set/question_id/run strings), in the study's order."""
+    if keys is None:
+        return [_batches.manifest(stage, *b) for b in BATCHES]
+    size = config["resources"]["batch_questions"]
+    index = {qset: {q: i for i, q in enumerate(qids)} for qset, qids in DISCOVERY.questions.items()}
+    seen = {}
+    for key in keys:
+        m, qset, qid, _run = key.split("/")
+        seen[(m, qset, f"b{index[qset][qid] // size:04d}")] = None
+    return [_batches.manifest(stage, *b) for b in seen]
+
+
+def batch_runtime(wildcards):
+    """Wall time (minutes) of a graph or metrics job: 2 minutes and 6 s per unit (a Thought Graph of an ordinary
+    trace takes well under a second on one core)."""
+    return 2 + len(BATCHES[(wildcards.model, wildcards.question_set, wildcards.batch)]) * len(RUNS) // 10
+
+
+def batch_input(stage):
+    """The manifest of the same batch of the stage before: a batch job's input."""
+    return lambda w: _batches.manifest(stage, w.model, w.question_set, w.batch)
 
 
 def sections(*names):
@@ -215,23 +240,19 @@ def trace_inputs(keys):
     return imported + [ancient(p) if done else p for p, done in COLLECTED.inputs(keys)]
 
 
-def shard_keys(wildcards):
-    return [UnitKey(m, wildcards.question_set, wildcards.question_id, r) for m in MODELS for r in RUNS]
-
-
 _ABSENT_PAIRS = {}
 
 
-def shard_absent(wildcards):
-    """Units of a collected question set's shard that no collection job generates (outside its grid): they have
+def batch_absent(wildcards):
+    """Units of a collected question set's batch that no collection job generates (outside its grid): they have
     no trace file, and the segment job writes them as absent."""
     qset = wildcards.question_set
     if qset not in _COLLECTED_SETS:
         return []
     if qset not in _ABSENT_PAIRS:
         have = COLLECT.collected_pairs(qset)
-        _ABSENT_PAIRS[qset] = [(m, r) for m in MODELS for r in RUNS if (m, r) not in have]
-    return [f"{m}/{qset}/{wildcards.question_id}/{r}" for m, r in _ABSENT_PAIRS[qset]]
+        _ABSENT_PAIRS[qset] = {(m, r) for m in MODELS for r in RUNS if (m, r) not in have}
+    return [k.path for k in batch_keys(wildcards) if (k.model, k.run) in _ABSENT_PAIRS[qset]]
 
 
 def trace_mb(keys):

@@ -1,21 +1,24 @@
-# Layers 3-4, node classification and invariants, one job per question shard.
+# Layers 3-4, node classification and invariants, one job per analysis batch (rules/common.smk: BATCHES).
 
 
 rule graph:
     input:
-        segments=unit_files("segments", "json"),  # each unit's embeddings lie beside its segments (stages.unitfiles)
+        batch_input("segments"),  # the batch's segments manifest; each unit's embeddings lie beside its segments
     output:
-        unit_files("graphs", "json"),
+        "results/batches/graphs/{model}/{question_set}/{batch}.json",  # the job writes each unit's graph file
     params:
+        units=batch_units,
         analysis=sections("trajectory", "cross_segment", "classification"),
         code=script_code("graph.py"),
+    wildcard_constraints:
+        model="[A-Za-z0-9._-]+",
     log:
-        "results/logs/graph/{question_set}/{question_id}.log",
+        "results/logs/graph/{model}/{question_set}/{batch}.log",
     group:
         "analysis"
     resources:
         mem_mb=1000,
-        runtime=2,
+        runtime=batch_runtime,
     conda:
         ENVS["cpu"]
     script:

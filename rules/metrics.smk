@@ -1,53 +1,36 @@
-# The 19 metrics per unit, then the study tables: metrics, exclusions and 5D cognitive profiles.
+# The 19 metrics per unit (one job per analysis batch), then the study tables: metrics, exclusions and 5D cognitive profiles.
 
 
 rule metrics:
     input:
-        graphs=unit_files("graphs", "json"),  # each unit's embeddings lie beside its segments (stages.unitfiles)
+        batch_input("graphs"),  # the batch's graphs manifest; each unit's embeddings lie beside its segments
     output:
-        unit_files("metrics", "json"),
+        # the job writes each unit's metrics file; the manifest (status and sha256 of each) is what the tables read
+        "results/batches/metrics/{model}/{question_set}/{batch}.json",
     params:
+        units=batch_units,
         analysis=sections("metrics"),
         hedge_lexicon=file_sha(ANALYSIS["metrics"]["hedge_lexicon"]),
         code=script_code("metrics.py"),
+    wildcard_constraints:
+        model="[A-Za-z0-9._-]+",
     log:
-        "results/logs/metrics/{question_set}/{question_id}.log",
+        "results/logs/metrics/{model}/{question_set}/{batch}.log",
     group:
         "analysis"
     resources:
         mem_mb=1000,
-        runtime=2,
+        runtime=batch_runtime,
     conda:
         ENVS["cpu"]
     script:
         "../workflow/scripts/metrics.py"
 
 
-rule analysis_batch:
-    input:
-        batch_metric_files,
-    output:
-        "results/batches/{question_set}/{batch}.json",
-    params:
-        code=script_code("analysis_batch.py"),
-    log:
-        "results/logs/analysis_batch/{question_set}/{batch}.log",
-    group:
-        "analysis"
-    resources:
-        mem_mb=500,
-        runtime=1,
-    conda:
-        ENVS["cpu"]
-    script:
-        "../workflow/scripts/analysis_batch.py"
-
-
 rule aggregate:
     input:
-        # the batch manifests, which list every unit's metrics file (and its sha256): one input per batch of
-        # questions rather than one per unit, so planning a 75,000-unit study does not resolve 75,000 more files
-        [f"results/batches/{qset}/{batch}.json" for qset, batch in BATCHES],
+        # the metrics manifests, which list every unit's metrics file (and its sha256): one input per batch
+        manifests("metrics"),
         data_ready,  # a dataset or git input not fetched yet: stop, naming it (rules/common.smk)
     output:
         metrics="results/tables/metrics.parquet",

@@ -21,8 +21,9 @@ MODEL_PAGES = [f"results/report/models/{m}.html" for m in MODELS]
 
 rule trace_pages:
     input:
-        graphs=[f"results/graphs/{u}.json" for u in PAGE_UNITS],
-        metrics=[f"results/metrics/{u}.json" for u in PAGE_UNITS],
+        # the manifests of the analysis batches that write the sampled units' graph and metrics files
+        graphs=manifests("graphs", PAGE_UNITS),
+        metrics=manifests("metrics", PAGE_UNITS),
         table="results/tables/metrics.parquet",
         trajectories=TRAJ_JOBS.files("trajectories") if _TRAJ_UNITS else [],
         continuations=TRAJ_JOBS.files("continuations") if _TRAJ_UNITS else [],

@@ -1,28 +1,32 @@
-# Layers 1-2 and the TU embeddings, one job per question shard (the encoder is loaded once per job).
+# Layers 1-2 and the TU embeddings, one job per analysis batch (the encoder is loaded once per job; rules/common.smk:
+# BATCHES). The job writes each unit's segments file itself; its manifest is its Snakemake output.
 
 from thinkprobe.stages.segment import runtime_minutes as _segment_runtime
 
 
 rule segment:
     input:
-        lambda w: trace_inputs(shard_keys(w)),  # trace files, or the manifests of the jobs that collect them
+        lambda w: trace_inputs(batch_keys(w)),  # trace files, or the manifests of the jobs that collect them
     output:
-        # each unit's embeddings (results/embeddings/.../{run}.npz) are written just before its segments file, which
-        # alone is tracked: one file per unit fewer for Snakemake to plan (docs/cluster.md)
-        segments=unit_files("segments", "json"),
+        # each unit's segments file (results/segments/.../{run}.json) and embeddings (results/embeddings/.../{run}.npz)
+        # are written by the job; the manifest lists them (thinkprobe.stages.batches)
+        "results/batches/segments/{model}/{question_set}/{batch}.json",
     params:
+        units=batch_units,  # the batch's units: a different batching reruns the job, which keeps current files
         analysis=sections("input", "segmentation", "texttiling", "encoder"),
         cue_lexicon=file_sha(ANALYSIS["segmentation"]["cue_lexicon"]),
-        absent=shard_absent,  # units outside a collected set's grid: no trace file
+        absent=batch_absent,  # units outside a collected set's grid: no trace file
         code=script_code("segment.py", "tracefiles"),  # + where the trace files lie (the rule's inputs)
+    wildcard_constraints:
+        model="[A-Za-z0-9._-]+",
     log:
-        "results/logs/segment/{question_set}/{question_id}.log",
+        "results/logs/segment/{model}/{question_set}/{batch}.log",
     group:
         "analysis"
     threads: SEGMENT_THREADS
     resources:
         mem_mb=config["resources"]["analysis_mem_mb"],
-        runtime=lambda w: _segment_runtime(trace_mb(shard_keys(w))),  # grows with the text
+        runtime=lambda w: _segment_runtime(trace_mb(batch_keys(w))),  # grows with the text
         **GPU_RESOURCES,
     conda:
         ENVS["gpu"] if config["resources"]["encoder_gpu"] else ENVS["cpu"]

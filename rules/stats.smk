@@ -163,7 +163,7 @@ rule stats_stability:
 
 rule stats_cycles:
     input:
-        all_unit_files("graphs", "json"),
+        manifests("graphs"),  # every batch's graphs manifest, listing its units' graph files
     output:
         cycles=STATS_TABLES["cycles"],
         summary=STATS_TABLES["cycles_summary"],

@@ -27,7 +27,7 @@ TRAJ_SETS = {
     "math": ("math", "benchmarks/math-evaluation-harness/data/math/test.jsonl", {"math_type": "Algebra"}, 1187),
     "arc": ("arc", "benchmarks/arc-challenge-skywork/data/arc/test.jsonl", {}, 1172),
 }
-FULL_UNITS = {"thinkprobe-paper": 4200, "trajectories-paper": 74848}
+FULL_UNITS = {"thinkprobe-paper": 4200, "trajectories-paper": 74848, "one-model": 75000}
 
 
 def _gsm8k_file(path: Path, n: int, tag: str) -> Path:
@@ -51,17 +51,36 @@ def _open_file(path: Path, n: int) -> Path:
     return path
 
 
+def one_model_config(questions: int, data: Path) -> dict:
+    """The other study shape (issue 32, item 6): one model on one large question set, 1 run per question, e.g. a
+    new model evaluated on a 75,000-item benchmark. The ThinkProbe paper's config cut to its first model, with
+    ``questions`` generated open questions, collected 200 per job (one engine start each)."""
+    cfg = yaml.safe_load((REPO / "config" / "thinkprobe-paper.yaml").read_text())
+    model = next(iter(cfg["models"]))
+    cfg["models"] = {model: cfg["models"][model]}
+    cfg["question_sets"] = {"bench": {"source": "open", "path": str(_open_file(data / "bench.jsonl", questions))}}
+    cfg["collection"].update(jobs=[{"model": model, "question_set": "bench"}], runs=1, batch_questions=200)
+    return cfg
+
+
 def paper_study(workdir: Path, name: str, units: int | None = None) -> tuple[Path, int]:
     """A working directory holding ``config/config.yaml`` (the embedded default) and ``study.yaml``: the paper
-    config ``name`` with local question sets, at full size or scaled to about ``units``. Returns the study config's
+    config ``name`` with local question sets (or ``one-model``: :func:`one_model_config`), at full size or scaled
+    to about ``units``. Returns the study config's
     path and its number of units (models x questions x runs, as collected)."""
     workdir.mkdir(parents=True, exist_ok=True)
     (workdir / "config").mkdir(exist_ok=True)
     (workdir / "config" / "config.yaml").write_text((REPO / "config" / "config.yaml").read_text())
     if not (workdir / "examples").exists():
         (workdir / "examples").symlink_to(REPO / "examples")
-    cfg = yaml.safe_load((REPO / "config" / f"{name}.yaml").read_text())
     data = workdir / "data"
+    if name == "one-model":
+        total = units or FULL_UNITS[name]
+        cfg = one_model_config(total, data)
+        study = workdir / "study.yaml"
+        study.write_text(yaml.safe_dump(cfg, sort_keys=False))
+        return study, total
+    cfg = yaml.safe_load((REPO / "config" / f"{name}.yaml").read_text())
     jobs = cfg["collection"]["jobs"]
     if name == "trajectories-paper":
         per_model = {qset: sum(1 for j in jobs if j["question_set"] == qset) for qset in TRAJ_SETS}

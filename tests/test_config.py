@@ -128,7 +128,7 @@ def test_profile_dimension_map_is_validated():
 def test_empty_analysis_section_gets_paper_defaults():
     filled = validate_config({"inputs": [{"path": "x", "question_set": "s"}]}, SCHEMA)
     assert Params.from_dict(filled["analysis"]) == Params()
-    assert filled["resources"]["batch_questions"] == 10 and filled["grid"]["models"] == []
+    assert filled["resources"]["batch_questions"] == 100 and filled["grid"]["models"] == []
 
 
 @pytest.mark.parametrize("edit, message", [

@@ -59,8 +59,8 @@ def test_the_segment_rule_runtime_grows_with_its_input():
     from pathlib import Path
 
     rule = (Path(__file__).resolve().parents[1] / "rules" / "segment.smk").read_text()
-    # the MB of the shard's trace files (imported, or written by their collection jobs: rules/common.smk trace_mb)
-    assert "runtime=lambda w: _segment_runtime(trace_mb(shard_keys(w)))" in rule
+    # the MB of the batch's trace files (imported, or written by their collection jobs: rules/common.smk trace_mb)
+    assert "runtime=lambda w: _segment_runtime(trace_mb(batch_keys(w)))" in rule
     assert "from thinkprobe.stages.segment import runtime_minutes as _segment_runtime" in rule
     from thinkprobe.stages.segment import runtime_minutes
 

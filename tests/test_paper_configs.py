@@ -92,7 +92,8 @@ def test_thinkprobe_paper_dry_run(tmp_path):
     assert units == 4200
     out = _dry_run(wd, study).stdout
     counts = job_counts(out)
-    expected = {"fetch_model": 7, "collect": 70, "segment": 200, "graph": 200, "metrics": 200, "analysis_batch": 20}
+    # analysis: one job per stage and batch of 100 questions of one model (resources.batch_questions: 300 units)
+    expected = {"fetch_model": 7, "collect": 70, "segment": 14, "graph": 14, "metrics": 14}
     assert {k: counts.get(k) for k in expected} == expected, counts
     assert "import_traces" not in counts and "traj_sample" not in counts and "collected_trace" not in counts
     assert max(counts.values()) < units  # no rule with a job per unit
@@ -103,7 +104,8 @@ def test_thinkprobe_paper_dry_run(tmp_path):
     assert gpus == {"phi4-reasoning": 1, "glm-4.7-flash": 2, "gpt-oss-120b": 2, "gemma-4-31b": 2,
                     "qwen3.5-35b-a3b": 2, "mistral-medium-3.5": 4, "nemotron-super-120b-a12b": 4}
     planned = _plan_jobs(study, wd)
-    assert (planned["fetch_model"], planned["collect"], planned["analysis_slurm"]) == (7, 70, 20)
+    assert (planned["fetch_model"], planned["collect"], planned["analysis_slurm"]) == (7, 70, 14)
+    assert planned["analysis"] == sum(counts[r] for r in ("segment", "graph", "metrics"))
 
     # the local cluster's node: a model split over more GPUs than it has is refused before any job
     node = subprocess.run(["scontrol", "show", "node"], capture_output=True, text=True, timeout=30).stdout
@@ -136,9 +138,11 @@ def test_trajectories_paper_dry_run_at_full_size(tmp_path):
     assert planned["traj_sample"] == 15 * (7 + 5 + 6 + 6) + r1 + 3 * 2 * 7 + 2 * 27
     questions = 1319 + 1000 + 1187 + 1172
     if units == 16 * questions:  # the official splits (corpus present): the DAG has exactly the planned jobs
+        batches = planned["analysis_slurm"]  # one per model and 200 questions (resources.batch_questions)
+        assert batches == 16 * (7 + 5 + 6 + 6)
         expected = {"fetch_model": 16, "collect": planned["collect"], "traj_sample": planned["traj_sample"],
-                    "traj_label": planned["traj_sample"], "segment": questions, "graph": questions,
-                    "metrics": questions, "analysis_batch": planned["analysis_slurm"], "traj_tables": 1, "traj_join": 1}
+                    "traj_label": planned["traj_sample"], "segment": batches, "graph": batches,
+                    "metrics": batches, "traj_tables": 1, "traj_join": 1}
         assert {k: counts.get(k) for k in expected} == expected, counts
     assert "collected_trace" not in counts and max(counts.values()) < units / 10  # nothing per unit
     jobs = _jobs(out)

@@ -350,7 +350,7 @@ def test_stage_module_lists_follow_the_real_imports():
     assert not {"graph", "metrics"} & segment  # whole modules: their functions are never called
     assert {"traces", "units"} <= ingest and "encoder" not in ingest
     assert "profile" in of("profiles.py") and "profile" not in of("aggregate.py")
-    assert of("report_tables.py") and of("analysis_batch.py")
+    assert of("report_tables.py") and {"stages.batches"} <= graph & metrics & segment  # each writes its manifest
 
 
 def _stage_hashes(package_root: Path) -> dict[str, str]:
@@ -490,6 +490,7 @@ def test_units_models_naming_no_model_of_the_inputs_says_so(tmp_path):
     ("thinkprobe/traces.py", {"import_traces", "segment", "graph", "metrics"}),
     ("thinkprobe/metrics.py", {"metrics"}),
     ("thinkprobe/stages/tables.py", set()),
+    ("thinkprobe/stages/batches.py", {"segment", "graph", "metrics"}),  # the analysis batches' manifests and reuse
 ])
 def test_workflow_reruns_follow_the_derived_module_lists(hostile, module, stages):
     wd, _, _ = hostile
@@ -501,5 +502,5 @@ def test_workflow_reruns_follow_the_derived_module_lists(hostile, module, stages
     finally:
         path.write_text(original, "utf-8")
     assert {s for s in ("import_traces", "segment", "graph", "metrics") if s in counts} == stages, counts
-    if module.endswith("tables.py"):  # the batch manifest has a code hash of its own now
-        assert counts.get("analysis_batch") == 1 and counts.get("report_tables") == 1
+    if module.endswith("tables.py"):  # the tables' own code: aggregate and the report pages rerun
+        assert counts.get("aggregate") == 1 and counts.get("report_tables") == 1

@@ -1,4 +1,4 @@
-"""Stage ``graph``: layers 3 and 4, node classification and invariants, for all units of a question shard."""
+"""Stage ``graph``: layers 3 and 4, node classification and invariants, for all units of an analysis batch (:mod:`.batches`)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,8 @@ from ..codedeps import code_modules
 from ..graph import InvariantError
 from ..params import Params
 from ..pipeline import SegmentedTrace, graph_of
-from .unitfiles import load_embeddings, transform_units, unit_doc
+from .batches import transform_batch
+from .unitfiles import load_embeddings, unit_doc
 
 
 def graph_shard(seg_paths: list[str], emb_paths: list[str], graph_paths: list[str],
@@ -24,5 +25,5 @@ def graph_shard(seg_paths: list[str], emb_paths: list[str], graph_paths: list[st
                             ids=doc["ids"])
         return unit_doc(doc["unit"], "ok", prov, trace_id=doc["trace_id"], ids=doc["ids"], graph=g.to_node_link())
 
-    return transform_units(seg_paths, emb_paths, graph_paths, code_modules(graph_shard), analysis, build, stage="graph")
+    return transform_batch(seg_paths, emb_paths, graph_paths, code_modules(graph_shard), analysis, build, stage="graph")
 

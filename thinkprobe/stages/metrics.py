@@ -1,4 +1,4 @@
-"""Stage ``metrics``: the 19 metrics of every Thought Graph of a question shard."""
+"""Stage ``metrics``: the 19 metrics of every Thought Graph of an analysis batch (:mod:`.batches`)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,8 @@ from ..graph import ThoughtGraph
 from ..lexicon import load_hedges
 from ..metrics import compute_metrics
 from ..params import Params
-from .unitfiles import load_embeddings, transform_units, unit_doc
+from .batches import transform_batch
+from .unitfiles import load_embeddings, unit_doc
 
 
 
@@ -23,6 +24,6 @@ def metrics_shard(graph_paths: list[str], emb_paths: list[str], metric_paths: li
         return unit_doc(doc["unit"], "ok", prov, trace_id=doc["trace_id"], ids=doc["ids"],
                         metrics=compute_metrics(g, params.metrics, hedges))
 
-    return transform_units(graph_paths, emb_paths, metric_paths, code_modules(metrics_shard), analysis, build,
+    return transform_batch(graph_paths, emb_paths, metric_paths, code_modules(metrics_shard), analysis, build,
                            stage="metrics")
 

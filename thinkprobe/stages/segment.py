@@ -1,4 +1,4 @@
-"""Stage ``segment``: layers 1 and 2 and the TU embeddings, for all units of a question shard.
+"""Stage ``segment``: layers 1 and 2 and the TU embeddings, for all units of a batch (:mod:`.batches`).
 
 Embedding is part of this stage, not a job of its own: layer 2 already needs the encoder, and a separate
 ``embed`` job would load it a second time per shard for no gain (the DAG still has one embeddings file
@@ -21,6 +21,7 @@ from ..params import Params
 from ..pipeline import SegmentedTrace, segment_traces
 from ..timing import JobClock
 from ..traces import Exclusion, Trace
+from .batches import current_doc
 from .unitfiles import (STATUSES, absent_doc, failure_doc, passthrough, read_unit, save_embeddings, unit_doc, unit_from_file,
                         unit_provenance, write_unit_or_exclude)
 
@@ -72,6 +73,16 @@ def segment_shard(trace_paths: list[str | None], seg_paths: list[str], emb_paths
     """
     clock = clock or JobClock()
     params = Params.from_dict(analysis)
+    counts = {status: 0 for status in STATUSES}
+    todo = []  # units whose segments file is not current (stages.batches.current_doc: a rerun batch keeps the rest)
+    for i, (p, seg_path, emb_path) in enumerate(zip(trace_paths, seg_paths, emb_paths)):
+        kept = current_doc(seg_path, unit_provenance(code_modules(segment_shard), analysis, [] if p is None else [p]),
+                           emb_path)
+        if kept is None:
+            todo.append(i)
+        else:
+            counts[kept["status"]] += 1
+    trace_paths, seg_paths, emb_paths = ([xs[i] for i in todo] for xs in (trace_paths, seg_paths, emb_paths))
     docs: list[dict[str, Any] | Exception] = []
     for p, seg_path in zip(trace_paths, seg_paths):
         try:  # None: a unit outside its question set's grid, which has no trace file (stages.unitfiles.absent_doc)
@@ -94,7 +105,6 @@ def segment_shard(trace_paths: list[str | None], seg_paths: list[str], emb_paths
         clock.mark("model_load")
         results.update(_segment_each(traces, params, encoder))
         clock.mark("work")
-    counts = {status: 0 for status in STATUSES}
     dim = next((r.embeddings.shape[1] for r in results.values() if isinstance(r, SegmentedTrace)), 0)
     for i, (doc, seg_path, emb_path) in enumerate(zip(docs, seg_paths, emb_paths)):
         prov = unit_provenance(code_modules(segment_shard), analysis, [p for p in trace_paths[i:i + 1] if p is not None], **encoder_prov,

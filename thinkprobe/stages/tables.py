@@ -2,16 +2,14 @@
 
 from __future__ import annotations
 
-import json
-
 import pandas as pd
 
 from ..codedeps import code_modules
 from ..vocabulary import METRIC_NAMES
-from ..outputs import atomic_write_text, provenance, read_table_metadata, sha256_file, write_json, write_table
+from ..outputs import atomic_write_text, provenance, read_table_metadata, sha256_file, write_table
 from ..profile import model_profiles, trace_profiles
 from ..units import unit_path
-from .unitfiles import STATUSES, UnitFileError, read_unit, unit_from_file
+from .unitfiles import UnitFileError, read_unit, unit_from_file
 
 ID_COLUMNS = ["trace_id", "model", "question_set", "question_id", "run", "domain", "record_id"]
 EXCLUSION_COLUMNS = ["trace_id", "model", "question_set", "question_id", "run", "stage", "reason", "source"]
@@ -53,28 +51,6 @@ def aggregate(metric_paths: list[str], problems: list[dict[str, str]], out_metri
     write_table(out_metrics, pd.DataFrame(rows, columns=ID_COLUMNS + list(METRIC_NAMES)), prov)
     write_table(out_exclusions, pd.DataFrame(excluded, columns=EXCLUSION_COLUMNS), prov)
     return len(rows), len(excluded)
-
-
-def batch_units(manifests) -> list[str]:
-    """The metrics files the batch manifests list, in their order (the study's unit order: question set, question,
-    model, run): the ``aggregate`` rule's input is the manifests, one per batch, not one file per unit."""
-    files: list[str] = []
-    for path in manifests:
-        with open(path, encoding="utf-8") as fh:
-            files.extend(u["file"] for u in json.load(fh)["units"])
-    return files
-
-
-def batch_manifest(metric_paths: list[str], out_path: str) -> dict[str, int]:
-    """A batch's manifest: every unit's status and the sha256 of its metrics file."""
-    units, counts = [], {status: 0 for status in STATUSES}
-    for path in metric_paths:
-        doc = read_unit(path, outdate=True)  # unreadable or altered: the job stops naming it
-        counts[doc["status"]] += 1
-        units.append({"file": path, "status": doc["status"], "sha256": sha256_file(path)})
-    write_json(out_path, {"units": units, "counts": counts,
-                          "provenance": provenance(code_modules(batch_manifest), {}, [])})
-    return counts
 
 
 def profiles_stage(metrics_path: str, out_path: str, analysis: dict) -> pd.DataFrame:

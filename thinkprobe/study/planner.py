@@ -517,16 +517,19 @@ def _accumulate(into: Row, row: Row) -> None:
 
 
 def _analysis_rows(study: StudyPlan, config: Mapping[str, Any], collect: CollectionJobs) -> None:
-    """The Thought Graph analysis of the collected units: per question shard 3 jobs (segment, graph, metrics),
-    grouped into one SLURM job per ``resources.batch_questions`` questions (group ``analysis``) with their
-    batch manifest. Collected trace files are written by the collection jobs (no job per unit). Imported
-    inputs are not read here (they cost no generation)."""
+    """The Thought Graph analysis of the collected units: per analysis batch (one model's units of
+    ``resources.batch_questions`` questions, :mod:`thinkprobe.stages.batches`) 3 jobs (segment, graph, metrics),
+    grouped into one SLURM job (group ``analysis``). Collected trace files are written by the collection jobs (no
+    job per unit). Imported inputs are not read here (they cost no generation)."""
+    from ..stages.batches import batch_count
+
     size = int(config["resources"]["batch_questions"])
     for qset in collect.question_sets:
-        qids = len(collect.questions[qset])
+        models = {m for m, q in collect.jobs if q == qset}  # the workflow's batches: rules/common.smk, BATCHES
+        batches = len(models) * batch_count(len(collect.questions[qset]), size)
         units = sum(1 for u in collect.units if u.question_set == qset)
-        study.rows.append(Row("analysis", units=units, jobs=qids * 3 + math.ceil(qids / size),
-                              slurm_jobs=math.ceil(qids / size), detail=f"(all models) x {qset}"))
+        study.rows.append(Row("analysis", units=units, jobs=batches * 3, slurm_jobs=batches,
+                              detail=f"(all models) x {qset}"))
 
 
 def study_config(configfiles: list[str | Path], base: str | Path = ".") -> dict[str, Any]:

@@ -48,9 +48,9 @@ TRACE_TABLES = {"metrics": "tables/metrics.parquet", "cycles": "stats/cycles.par
                 "ablation_traces": "stats/ablation_traces.parquet"}
 
 # the rule of each stage whose name differs (a stats stage `stats.<kind>` is rule stats_<kind>)
-RULE_OF = {"import": "import_traces", "batch": "analysis_batch"}
+RULE_OF = {"import": "import_traces"}
 # the upstream stages of each table (their code hashes make the table's), besides its own stats rule
-_METRICS_CHAIN = ("import", "segment", "graph", "metrics", "batch", "aggregate")
+_METRICS_CHAIN = ("import", "segment", "graph", "metrics", "aggregate")  # metrics writes the batch manifests
 TABLE_CHAINS: dict[str, tuple[str, ...]] = {
     "metrics": _METRICS_CHAIN,
     "cycles": ("import", "segment", "graph", "stats.cycles"),

@@ -1,4 +1,4 @@
-"""Rule segment: layers 1-2 and TU embeddings for every unit of a question shard."""
+"""Rule segment: layers 1-2 and TU embeddings for every unit of an analysis batch, then the batch's manifest."""
 
 import os
 
@@ -7,6 +7,7 @@ from thinkprobe.timing import JobClock
 
 clock = JobClock()
 with job_log(snakemake.log[0]) as log:
+    from thinkprobe.stages.batches import unit_files, write_manifest
     from thinkprobe.stages.segment import segment_shard
     from thinkprobe.stages.unitfiles import embeddings_files
     from thinkprobe.tracefiles import unit_trace_files
@@ -14,12 +15,14 @@ with job_log(snakemake.log[0]) as log:
     clock.mark("imports")
     resources = snakemake.config["resources"]  # validated: every key has its schema default
     visible = os.environ.get("CUDA_VISIBLE_DEVICES", "")
-    # the input is the shard's trace files (imported) or the manifests of the collection jobs that wrote them
-    traces = unit_trace_files(snakemake.output.segments, snakemake.params.absent)
-    counts = segment_shard(traces, list(snakemake.output.segments),
-                           embeddings_files(snakemake.output.segments), snakemake.params.analysis, clock,
+    segments = unit_files("segments", snakemake.params.units)
+    # the input is the batch's trace files (imported) or the manifests of the collection jobs that wrote them
+    traces = unit_trace_files(segments, snakemake.params.absent)
+    counts = segment_shard(traces, segments, embeddings_files(segments), snakemake.params.analysis, clock,
                            extra_provenance={"device": {"cuda_visible_devices": visible}} if visible else None,
                            device=resources["encoder_device"], gpu=resources["encoder_gpu"])
-    print(f"segment {snakemake.wildcards.question_set}/{snakemake.wildcards.question_id}: {counts}; "
-          f"CUDA_VISIBLE_DEVICES={visible or '(none)'}", file=log)
-    log_timing(log, "segment", clock, len(snakemake.output.segments))
+    write_manifest(segments, snakemake.output[0])
+    w = snakemake.wildcards
+    print(f"segment {w.model}/{w.question_set}/{w.batch}: {counts}; CUDA_VISIBLE_DEVICES={visible or '(none)'}",
+          file=log)
+    log_timing(log, "segment", clock, len(segments))
