@@ -55,6 +55,7 @@ def not_through_ancient(dag, job) -> list:
 
 def install() -> None:
     """Correct ``DAG.update_needrun`` of the running Snakemake (module docstring). Idempotent."""
+    import snakemake.api  # noqa: F401  (snakemake.dag alone is a circular import outside a workflow)
     from snakemake import dag as dag_module
 
     cls = dag_module.DAG
