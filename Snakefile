@@ -22,6 +22,13 @@ for _path in ["config/config.yaml", *(workflow.overwrite_configfiles or [])]:
         raise _WorkflowError(f"config file {_path}: {_exc}")
 
 
+# Snakemake 9 never evaluates a job downstream of a rerunning job through ancient inputs only (a target left
+# unbuilt, a rerun after a move): corrected before any rule is planned (thinkprobe.dagfix; issue 37, items 7, 8).
+from thinkprobe import dagfix as _dagfix
+
+_dagfix.install()
+
+
 configfile: "config/config.yaml"
 
 
