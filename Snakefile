@@ -15,7 +15,12 @@ min_version("9.0")
 from snakemake.exceptions import WorkflowError as _WorkflowError
 from thinkprobe.yamlread import read_yaml as _read_yaml
 
-for _path in ["config/config.yaml", *(workflow.overwrite_configfiles or [])]:
+import os as _os
+
+# the default is read where the configfile directive reads it (the working directory); like that directive, a
+# working directory without it is fine when --configfile names the config
+for _path in [*(["config/config.yaml"] if _os.path.exists("config/config.yaml") else []),
+              *(workflow.overwrite_configfiles or [])]:
     try:
         _read_yaml(_path)
     except (OSError, ValueError) as _exc:

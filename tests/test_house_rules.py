@@ -312,6 +312,9 @@ def test_editing_the_encoder_reruns_traj_join_and_only_the_rules_that_encode(tmp
 
     shutil.copytree(REPO / "thinkprobe", tmp_path / "pkg" / "thinkprobe",
                     ignore=shutil.ignore_patterns("__pycache__"))
+    # the claim register lives beside the package in a checkout (thinkprobe.stats.register.REGISTER)
+    (tmp_path / "pkg" / "config").mkdir()
+    shutil.copy(REPO / "config" / "claims.yaml", tmp_path / "pkg" / "config" / "claims.yaml")
     with open(tmp_path / "pkg" / "thinkprobe" / "encoder.py", "a") as fh:
         fh.write("\n# an edit\n")
     after = workflow_rules(tmp_path, tmp_path / "pkg")
@@ -332,6 +335,9 @@ def test_editing_a_page_template_reruns_the_page_rules_and_only_them(tmp_path, r
 
     shutil.copytree(REPO / "thinkprobe", tmp_path / "pkg" / "thinkprobe",
                     ignore=shutil.ignore_patterns("__pycache__"))
+    # the claim register lives beside the package in a checkout (thinkprobe.stats.register.REGISTER)
+    (tmp_path / "pkg" / "config").mkdir()
+    shutil.copy(REPO / "config" / "claims.yaml", tmp_path / "pkg" / "config" / "claims.yaml")
     with open(tmp_path / "pkg" / "thinkprobe" / "view" / "templates" / "table_page.html.j2", "a") as fh:
         fh.write("{# an edit #}\n")
     after = workflow_rules(tmp_path, tmp_path / "pkg")
