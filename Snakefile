@@ -30,8 +30,14 @@ for _path in [*(["config/config.yaml"] if _os.path.exists("config/config.yaml") 
 # Snakemake 9 never evaluates a job downstream of a rerunning job through ancient inputs only (a target left
 # unbuilt, a rerun after a move): corrected before any rule is planned (thinkprobe.dagfix; issue 37, items 7, 8).
 from thinkprobe import dagfix as _dagfix
+import sys as _sys
 
-_dagfix.install()
+try:
+    _dagfix.install()
+except _dagfix.DagFixError as _exc:
+    # another Snakemake's planning code: the workflow still runs, with the two effects the correction removes
+    print(f"thinkprobe: warning: {_exc}. Without the correction, a target downstream of a rerunning collection "
+          "may be left unbuilt (rerun to build it) and a moved results/ plans jobs twice.", file=_sys.stderr)
 
 
 configfile: "config/config.yaml"
