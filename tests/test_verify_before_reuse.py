@@ -182,6 +182,12 @@ def test_altered_unit_and_batch_files_are_never_used(tmp_path, capsys):
     with pytest.raises(BatchFileError, match="not reused .moved to b0000.json.altered-"):
         read_batch(batch)
     assert not batch.exists()
+    # a batch without its digest (the block deleted) is refused like an altered one (issue 37, item 4)
+    write_batch(batch, {"documents": [{"unit": {"question_id": "a"}, "checkpoints": [1, 2]}]})
+    batch.write_text(json.dumps(integrity.unsealed(json.loads(batch.read_text()))))
+    with pytest.raises(BatchFileError, match="carries no digest"):
+        read_batch(batch)
+    assert not batch.exists()
 
 
 def test_an_altered_collected_unit_is_never_reused(tmp_path):

@@ -57,10 +57,12 @@ def read_batch(path: str | Path) -> dict[str, Any]:
     """A batch file, verified: one altered after it was written (or copied under another batch's name) is
     moved aside with a warning and :class:`BatchFileError` is raised, so the job fails naming it and the next
     run rebuilds it (a continuation batch from the store: no engine; a label batch from its continuations).
-    A batch without a digest (written before digests) is read as it is."""
+    A batch without a digest (its block deleted, or written before digests) is refused the same way (issue 37,
+    item 4): every batch this release writes is sealed, and a rebuild costs no GPU time where the store holds
+    its continuations."""
     with open(path, encoding="utf-8") as fh:
         doc = json.load(fh)
-    why = integrity.problem(doc, _batch_key(path), required=False)
+    why = integrity.problem(doc, _batch_key(path), required=True)
     if why is not None:
         message = integrity.refused(path, why, integrity.quarantine(path),
                                     "the next run rebuilds it from what it was made of")
