@@ -141,7 +141,10 @@ def test_corpus_study_reads_a_local_copy_given_on_the_command_line(tmp_path):
     dry = snakemake(wd, "-n", "--configfile", str(REPO / "config" / "corpus-study.yaml"), "--config", local)
     counts = job_counts(dry.stdout)
     assert counts["import_traces"] == 100 and counts["stats_agreement"] == 1, counts
-    assert counts["metrics"] == 100 and "fetch_corpus" not in counts
+    # analysis batches (issue 32 item 6): one job per model and resources.batch_questions of its 100 prompts
+    per_model = -(-100 // cfg["resources"]["batch_questions"])
+    assert counts["segment"] == counts["graph"] == counts["metrics"] == 5 * per_model, counts
+    assert "fetch_corpus" not in counts
     shipped = snakemake(wd, "-n", "--configfile", str(REPO / "config" / "corpus-study.yaml"), check=False)
     out = shipped.stdout + shipped.stderr
     assert shipped.returncode != 0 and "inputs[0].git (https://github.com/cvenhoff/steering-thinking-llms at " \
