@@ -40,17 +40,6 @@ rule import_traces:
 # them reruns nothing.
 from thinkprobe.generate import unit_store as _unit_store
 
-from thinkprobe.generate.collection_jobs import chunk_prompts as _chunk_prompts
-
-
-def collection_chunk_prompts(wildcards):
-    """Prompts per engine call of one collection job: as many as the planner expects to finish within
-    collection.save_every_s, at most collection.chunk_prompts (thinkprobe.generate.collection_jobs.chunk_prompts)."""
-    job = JOB_PLAN.job("collect", wildcards.model, wildcards.question_set, wildcards.cbatch)
-    return _chunk_prompts(config["collection"]["chunk_prompts"], config["collection"]["save_every_s"],
-                          job.hours * 3600, job.units)
-
-
 if COLLECT.units:
 
     rule collect:

@@ -64,7 +64,7 @@ def data_ready(wildcards=None):
 # environments.gpu_variant picks the GPU file (thinkprobe.generate.hostfacts: CUDA 13 or CUDA 12, the drivers each needs).
 ENVS = {"cpu": config["environments"]["cpu"] or "../envs/cpu.yaml",
         "gpu": config["environments"]["gpu"]
-        or "../" + _hostfacts.get(config["environments"]["gpu_variant"]).file}
+        or f"../{_hostfacts.get(config['environments']['gpu_variant']).file}"}
 
 # SLURM must never requeue a job behind Snakemake's back (a requeued job would run beside its retry): every sbatch
 # this process runs inherits SBATCH_NO_REQUEUE, whatever slurm_extra or default-resources a profile sets.
@@ -79,8 +79,9 @@ _install_slurm_states(workflow)
 
 # SLURM's warning before it kills a job at its wall time: SIGTERM resources.term_before_s seconds earlier, on which
 # a job stops, keeps what it stored and exits (thinkprobe.stages.joblog); a --signal in slurm_extra wins over it
-if config["resources"]["term_before_s"] and "SBATCH_SIGNAL" not in _os.environ:
-    _os.environ["SBATCH_SIGNAL"] = f"TERM@{config['resources']['term_before_s']}"
+if config["resources"]["term_before_s"]:
+    # setdefault: a value the user exported wins (and the variable is set here, not required: no envvars directive)
+    _os.environ.setdefault("SBATCH_SIGNAL", f"TERM@{config['resources']['term_before_s']}")
 
 try:
     DISCOVERY = discover(
@@ -383,3 +384,15 @@ def place_slurm_jobs(all_rules):
                     gpu, cpu_value, gpu_value)
             elif gpu_value if gpu else cpu_value:
                 r.resources[key] = gpu_value if gpu else cpu_value
+
+
+# the collect rule's chunk_prompts resource (rules/collect.smk)
+from thinkprobe.generate.collection_jobs import chunk_prompts as _chunk_prompts
+
+
+def collection_chunk_prompts(wildcards):
+    """Prompts per engine call of one collection job: as many as the planner expects to finish within
+    collection.save_every_s, at most collection.chunk_prompts (thinkprobe.generate.collection_jobs.chunk_prompts)."""
+    job = JOB_PLAN.job("collect", wildcards.model, wildcards.question_set, wildcards.cbatch)
+    return _chunk_prompts(config["collection"]["chunk_prompts"], config["collection"]["save_every_s"],
+                          job.hours * 3600, job.units)
