@@ -294,7 +294,8 @@ def test_killed_mid_run_leaves_no_partial_output_and_resumes_to_identical_result
 
     for f in (ran / "results/embeddings").rglob("*.npz"):
         a, b = load_embeddings(f, outdate=False), load_embeddings(wd / f.relative_to(ran), outdate=False)
-        assert a.shape == b.shape and np.allclose(a, b, rtol=0, atol=1e-6), f
+        # a unit without sentences has no vectors: (0, 384) from an encoder batch, (0, 0) when none ran
+        assert (len(a) == len(b) == 0) or (a.shape == b.shape and np.allclose(a, b, rtol=0, atol=1e-6)), f
 
 
 def test_real_corpus_traces_end_to_end(tmp_path):
