@@ -163,7 +163,8 @@ def test_the_labelling_job_reads_the_items_own_choices(tmp_path):
                             "continuations": [cont("The answer is (E)."), cont("The answer is steam."),
                                               cont("Therefore, the best answer is: (B).")]}]}
     path = tmp_path / "b0000.json"
-    path.write_text(json.dumps({"documents": [doc]}))
+    from thinkprobe.stages.trajectories import write_batch
+    write_batch(path, {"documents": [doc]})  # sealed, as traj_sample writes it (an unsealed batch is refused)
     out = tmp_path / "labels.json"
     questions = {"q1": {"task": "choice", "gold": "B", "choices": [["A", "ice"], ["B", "steam"], ["C", "wood"],
                                                                     ["D", "sand"]]}}
