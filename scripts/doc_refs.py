@@ -28,8 +28,8 @@ only where its shape says it is code, so prose is never taken for one:
 - **the Layout** of ``docs/development.md``: every module name it lists exists in the folder its entry is for
   (:func:`layout_problems`).
 - **a command line**: ``thinkprobe <subcommand> --option`` (in a span or a shell block) names a subcommand of
-  :func:`thinkprobe.cli.build_parser` and options it takes; ``bench/x.py --option`` and
-  ``scripts/x.py --option`` name options the script's source spells.
+  :func:`thinkprobe.cli.build_parser` and options it takes; ``bench/<script>.py --option`` and
+  ``scripts/<script>.py --option`` name options the script's source spells.
 
 A span right after *write*, *create*, *add* or *new file* is a file the reader is told to make, not a
 reference. A path that a command writes and git does not ignore, or a name a page mentions on purpose as

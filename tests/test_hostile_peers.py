@@ -105,6 +105,19 @@ def engine_for(url: str, monkeypatch, **extra):
 
 # ---------------------------------------------------------------- redirects
 
+def tiny_http_collection(url: str) -> dict:
+    """A collection of the three builtin questions by one model behind the endpoint at ``url`` (no retries)."""
+    return {"models": {"m": {"backend": "openai", "base_url": url, "served_model": "m",
+                             "api_key_env": "THINKPROBE_HOSTILE_KEY", "timeout_s": 10, "max_retries": 0,
+                             "backoff_s": 0.01}},
+            "question_sets": {"tiny": {"source": "builtin", "limit": 3}},
+            "collection": {"jobs": [{"model": "m", "question_set": "tiny", "prompt_variant": "plain"}],
+                           "runs": 1, "seed": 0, "batch_questions": 10, "chunk_prompts": 8,
+                           "sampling": {"max_tokens": 24, "temperature": 0.6},
+                           "loop_detection": {"window": 3, "min_repeats": 3, "min_line_chars": 8,
+                                              "max_retries": 0}}}
+
+
 def test_a_redirect_to_another_host_never_carries_the_key(peers, monkeypatch):
     a, b = peers(), peers()
     # 1. the listing redirects to another host: the engine does not open, b never sees the key
@@ -271,14 +284,7 @@ def test_a_malformed_reply_costs_one_unit_of_a_collect_chunk_not_the_chunk(peers
 
     p.post = answer
     monkeypatch.setenv("THINKPROBE_HOSTILE_KEY", KEY)
-    cfg = {"models": {"m": {"backend": "openai", "base_url": p.url, "served_model": "m",
-                            "api_key_env": "THINKPROBE_HOSTILE_KEY", "timeout_s": 10, "max_retries": 0,
-                            "backoff_s": 0.01}},
-           "question_sets": {"tiny": {"source": "builtin", "limit": 3}},
-           "collection": {"jobs": [{"model": "m", "question_set": "tiny", "prompt_variant": "plain"}],
-                          "runs": 1, "seed": 0, "batch_questions": 10, "chunk_prompts": 8,
-                          "sampling": {"max_tokens": 24, "temperature": 0.6},
-                          "loop_detection": {"window": 3, "min_repeats": 3, "min_line_chars": 8, "max_retries": 0}}}
+    cfg = tiny_http_collection(p.url)
     params = list_collection_jobs(cfg).batch_params("m", "tiny", "c0000", cfg["collection"])
     units = params["units"]
     assert len(units) == 3

@@ -17,7 +17,7 @@ from thinkprobe.config import ConfigError, load_schema, validate_config
 from thinkprobe.generate.engine import EngineError, SamplingSpec, open_engine
 from thinkprobe.generate.http_engine import json_shape
 
-from .test_hostile_peers import KEY, completion, engine_for, peers  # noqa: F401 - the fixture
+from .test_hostile_peers import KEY, completion, engine_for, peers, tiny_http_collection  # noqa: F401 - the fixture
 from .workflow_helpers import REPO, default_config
 
 pytestmark = pytest.mark.fast
@@ -121,14 +121,7 @@ def test_a_lone_surrogate_in_a_reply_excludes_that_unit_and_the_job_completes(pe
 
     p.post = answer
     monkeypatch.setenv("THINKPROBE_HOSTILE_KEY", KEY)
-    cfg = {"models": {"m": {"backend": "openai", "base_url": p.url, "served_model": "m",
-                            "api_key_env": "THINKPROBE_HOSTILE_KEY", "timeout_s": 10, "max_retries": 0,
-                            "backoff_s": 0.01}},
-           "question_sets": {"tiny": {"source": "builtin", "limit": 3}},
-           "collection": {"jobs": [{"model": "m", "question_set": "tiny", "prompt_variant": "plain"}],
-                          "runs": 1, "seed": 0, "batch_questions": 10, "chunk_prompts": 8,
-                          "sampling": {"max_tokens": 24, "temperature": 0.6},
-                          "loop_detection": {"window": 3, "min_repeats": 3, "min_line_chars": 8, "max_retries": 0}}}
+    cfg = tiny_http_collection(p.url)
     params = list_collection_jobs(cfg).batch_params("m", "tiny", "c0000", cfg["collection"])
     manifest = collect_batch(open_engine, params, tmp_path)  # no exception: the job completes
     statuses = sorted(v["status"] for v in manifest["units"].values())

@@ -17,30 +17,14 @@ import json
 from pathlib import Path
 from typing import Iterator, Mapping
 
-from ...stats.agreement import parse_step_labels
+# one whitespace-collapsing helper with its offsets, shared with the segmentation agreement's aligner
+from ...stats.agreement import _normalised, parse_step_labels
 from ..annotation import AnnotatedTrace, Skipped, Unit
 from . import Format, register
 
 LABELS = ("initializing", "deduction", "adding-knowledge", "example-testing", "uncertainty-estimation",
           "backtracking")
 PREFIX = 40
-
-
-def _normalised(text: str) -> tuple[str, list[int]]:
-    chars: list[str] = []
-    where: list[int] = []
-    space = True
-    for i, c in enumerate(text):
-        if c.isspace():
-            if not space:
-                chars.append(" ")
-                where.append(i)
-            space = True
-        else:
-            chars.append(c)
-            where.append(i)
-            space = False
-    return "".join(chars), where
 
 
 def locate(text: str, steps: list[str]) -> list[int] | str:
