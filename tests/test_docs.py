@@ -192,6 +192,8 @@ def test_the_site_builds_in_strict_mode_with_the_generated_reference(tmp_path):
     for name in _metric_functions().values():
         assert f'id="thinkprobe.metrics.{name}"' in api, name
     assert api.count("References") >= len(_metric_functions()) and "Sokal and C. D. Michener" in api
+    # the docstrings' doctests are code blocks (scripts/griffe_doctests.py), not '>>>' read as nested quotes
+    assert "<blockquote>\n<blockquote>" not in api and '<span class="gp">&gt;&gt;&gt; </span>' in api
     home = (site / "index.html").read_text(encoding="utf-8")  # the README, its links made relative to docs/
     assert "Corpus study:" in home and 'href="workflow.html"' in home and "docs/workflow.md" not in home
     for page in ("cluster", "data", "answer-labels", "sampling-store", "results", "statistics", "reliability",
