@@ -35,13 +35,19 @@ def load_records(refs, *args, **kwargs):
         return _real_load_records(refs, *args, **kwargs)
     path = Path(next(r["path"] for r in refs if r["trace_id"] == target))
     original = path.read_bytes()
+
+    def save(data):  # atomically, as an editor saves: a concurrent import job (--cores 2) reads the old or the
+        tmp = path.with_name(path.name + ".edit")  # new file whole, never one cut short while being written
+        tmp.write_bytes(data)
+        os.replace(tmp, path)
+
     lines = original.split(b"\n")  # someone edits the record and saves the file ...
-    path.write_bytes(b"\n".join(x.replace(b"</think>", b" (edited)</think>") if f'"{target}"'.encode() in x else x
-                                for x in lines))
+    save(b"\n".join(x.replace(b"</think>", b" (edited)</think>") if f'"{target}"'.encode() in x else x
+                    for x in lines))
     try:
         return _real_load_records(refs, *args, **kwargs)
     finally:
-        path.write_bytes(original)  # ... and reverts it
+        save(original)  # ... and reverts it
 '''
 
 
