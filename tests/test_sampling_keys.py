@@ -2,7 +2,7 @@
 
 Every input that changes which continuations are sampled, cut or recorded keys the finished documents, the
 continuation store's parts and the protection check: the sampling settings, the model, the engine settings
-of :data:`thinkprobe.protect.ENGINE_KEYS` (the context length, the dtype, an endpoint's token ids) and the
+of each backend's ``identity_keys`` (:func:`thinkprobe.protect.engine_settings`: the context length, the dtype, an endpoint's token ids) and the
 sampling code's hash. Performance knobs and resources key nothing.
 
 The sampling job runs for real (:func:`thinkprobe.stages.trajectories.sample_batch`) against an
