@@ -55,10 +55,15 @@ def test_what_each_backend_declares():
     assert replay.engine_settings({"path": "x.jsonl"}) == {}
     assert backends.continuation_names() == ["openai", "vllm"]
     assert [n for n in backends.names() if backends.get(n).hub] == ["vllm"]
-    # the declared keys are keys of the schema's model entry
+    # the declared keys are keys of the schema's model entry, and their declared defaults the schema's
     props = load_schema(SCHEMA)["properties"]["models"]["additionalProperties"]["properties"]
     for name in backends.names():
-        assert set(backends.get(name).keys) <= set(props), name
+        b = backends.get(name)
+        assert set(b.keys) <= set(props) and set(b.defaults) <= set(b.keys), name
+        for key, value in b.defaults.items():
+            schema_default = props[key].get("default") if key != "engine" else {
+                k: v["default"] for k, v in props[key]["properties"].items() if "default" in v}
+            assert schema_default == value, (name, key)
 
 
 def test_the_table_is_the_registry():
@@ -174,6 +179,10 @@ def test_a_replay_model_is_checked_before_any_job(tmp_path):
         validate_config(cfg, schema)
     (tmp_path / "missing.jsonl").write_text("", encoding="utf-8")
     validate_config(cfg, schema)
+    cfg["models"]["rec"]["engine"] = {"max_model_len": 4096}  # read by vllm only: refused, never ignored
+    with pytest.raises(ConfigError, match=r"models\.rec\.engine: a key of backend vllm, not of replay"):
+        validate_config(cfg, schema)
+    del cfg["models"]["rec"]["engine"]
     cfg["trajectories"]["models"] = ["rec"]
     with pytest.raises(ConfigError, match=r"models\.rec: backend replay samples no continuations"):
         validate_config(cfg, schema)
