@@ -14,7 +14,6 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from .planner import generation_models, local_folder
-from ..generate.defaults import VLLM_ENGINE_DEFAULTS
 from ..generate.jobres import weights_gb
 from ..generate import backends
 from ..generate.collection_jobs import CollectionJobs, gpus, model_settings, list_collection_jobs
@@ -97,8 +96,7 @@ def _memory_problems(name: str, m: Mapping[str, Any], folder, per_node: int, gpu
         return [f"models.{name}: weights of {weights:,.0f} GB ({source}) do not fit the {per_node} x {gpu_mem:g} GB "
                 "GPUs of a node (resources.gpus_per_node, resources.gpu_mem_gb)"]
     tp = gpus(m)
-    usable = tp * gpu_mem * float((m.get("engine") or {}).get("gpu_memory_utilization")
-                                  or VLLM_ENGINE_DEFAULTS["gpu_memory_utilization"])
+    usable = tp * gpu_mem * float(backends.of(m).settings(m)["gpu_memory_utilization"])  # defaults merged once
     if weights > usable:
         need = math.ceil(weights / (usable / tp))
         return [f"models.{name}: weights of {weights:,.0f} GB ({source}) do not fit its {tp} GPU(s) of "
