@@ -231,3 +231,19 @@ def test_the_worked_example_of_adding_a_backend(tmp_path):
         backends._REGISTRY.pop("echo", None)
         sys.modules.pop(spec.name, None)
     assert "echo" not in backends.names()
+
+
+def test_the_backend_files_are_no_sampling_code():
+    """The registry and the backend declarations decide no sample: the walk that derives the sampling code never
+    reaches them (thinkprobe/generate/__init__.py re-exports the interface, not the factory), so adding a backend
+    leaves every stored continuation's hash as it was (docs/adding-a-backend.md, "A backend that samples
+    continuations")."""
+    from itertools import product
+
+    from thinkprobe.generate.defaults import ESTIMATORS
+    from thinkprobe.trajectories.sampling import sampling_code
+
+    for backend, estimator, stopping in product(backends.continuation_names(), ESTIMATORS, (False, True)):
+        code = sampling_code(stopping, backend, estimator)
+        assert not [m for m in code if m.startswith("generate.backends") or m in ("generate.engine",
+                                                                                   "generate.lazy_engine")], code
