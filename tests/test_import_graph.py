@@ -193,7 +193,7 @@ def test_the_walk_sees_the_imports_it_must_judge(graph):
     """Not a vacuous walk: module-level, function-level and relative imports of the real package are edges."""
     assert len(graph) > 100
     assert "thinkprobe.generate.interface" in graph["thinkprobe.generate.vllm_engine"]  # module level, relative
-    assert "thinkprobe.generate.vllm_engine" in graph["thinkprobe.generate.engine"]  # inside open_engine
+    assert "thinkprobe.generate.vllm_engine" in graph["thinkprobe.generate.backends.vllm"]  # inside _open
     assert "thinkprobe.params" in graph["thinkprobe.config"]
 
 

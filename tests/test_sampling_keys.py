@@ -2,7 +2,7 @@
 
 Every input that changes which continuations are sampled, cut or recorded keys the finished documents, the
 continuation store's parts and the protection check: the sampling settings, the model, the engine settings
-of :data:`thinkprobe.protect.ENGINE_KEYS` (the context length, the dtype, an endpoint's token ids) and the
+of each backend's ``identity_keys`` (:func:`thinkprobe.protect.engine_settings`: the context length, the dtype, an endpoint's token ids) and the
 sampling code's hash. Performance knobs and resources key nothing.
 
 The sampling job runs for real (:func:`thinkprobe.stages.trajectories.sample_batch`) against an
@@ -24,7 +24,7 @@ import pytest
 
 from thinkprobe import protect
 from thinkprobe.generate.defaults import ESTIMATORS
-from thinkprobe.generate.engine import BACKENDS
+from thinkprobe.generate.backends import continuation_names
 from thinkprobe.trajectories.sampling import (BACKEND_CODE, ESTIMATOR_CODE, SamplingConfig, sampling_code,
                                               sampling_code_sha256)
 from thinkprobe.stages.trajectories import sample_batch
@@ -237,11 +237,11 @@ def test_a_batch_is_keyed_by_the_code_of_its_own_backend_and_estimator_only(tmp_
     forced = {**TRAJ, "estimator": "forced"}
     combos = [("vllm", TRAJ), ("vllm", forced), ("openai", TRAJ), ("openai", forced)]
     names = ["vllm/full", "vllm/forced", "openai/full", "openai/forced"]
-    assert set(BACKEND_CODE) == set(BACKENDS) and set(ESTIMATOR_CODE) == set(ESTIMATORS)
+    assert set(BACKEND_CODE) == set(continuation_names()) and set(ESTIMATOR_CODE) == set(ESTIMATORS)
     root = tmp_path / "copy"
     shutil.copytree(REPO / "thinkprobe", root / "thinkprobe", ignore=shutil.ignore_patterns("__pycache__"))
     base = dict(zip(names, _code_hashes(root, combos)))
-    assert base == {f"{b}/{e}": sampling_code_sha256(False, b, e) for b in BACKENDS for e in ESTIMATORS}
+    assert base == {f"{b}/{e}": sampling_code_sha256(False, b, e) for b in continuation_names() for e in ESTIMATORS}
     assert len(set(base.values())) == 4, base  # each combination its own code
 
     def changed_by(module: str) -> set[str]:

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from thinkprobe.generate.defaults import ESTIMATORS
-from thinkprobe.generate.engine import BACKENDS
+from thinkprobe.generate.backends import continuation_names
 from thinkprobe.trajectories.sampling import sampling_code, sampling_code_sha256
 
 pytestmark = pytest.mark.fast
@@ -36,7 +36,7 @@ def _documented() -> dict[tuple[str, str, str], str]:
 
 def test_the_sampling_code_hashes_are_the_documented_ones():
     documented = _documented()
-    combos = {(b, e, STOPPING[s]): (b, e, s) for b, e, s in product(BACKENDS, ESTIMATORS, STOPPING)}
+    combos = {(b, e, STOPPING[s]): (b, e, s) for b, e, s in product(continuation_names(), ESTIMATORS, STOPPING)}
     assert set(documented) == set(combos), (
         f"{PAGE.name}: the sampling-code table must have one row per (backend, estimator, stopping) the code "
         f"supports; missing {sorted(set(combos) - set(documented))}, unknown {sorted(set(documented) - set(combos))}")

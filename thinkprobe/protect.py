@@ -34,12 +34,13 @@ from typing import Any, Mapping
 # what names the weights and tokenizer (a hub model: its id and pinned revision); tuning knobs are not here
 MODEL_KEYS = ("backend", "path", "hub_id", "revision", "served_model", "base_url", "tokenizer")
 
-# Engine settings that change which continuations are sampled, cut or recorded (issue 25, item 5): the context
-# length decides which continuations the context cuts (and which prefixes fit at all), the dtype changes the
-# numbers every sample is drawn from, and an endpoint's token ids decide how the reasoning end is read. Not
-# here: performance knobs (block size, batch sizes, prefix caching, memory, eager mode), resources and the
-# engine's own seed (every request carries its own, from sampling.seed); none changes what a request asks for.
-ENGINE_KEYS = {"vllm": ("max_model_len", "dtype"), "openai": ("max_model_len", "return_token_ids")}
+# Engine settings that change which continuations are sampled, cut or recorded (issue 25, item 5) are each
+# backend's ``identity_keys`` (thinkprobe/generate/backends/<name>.py): for vLLM the context length (it decides
+# which continuations the context cuts, and which prefixes fit at all) and the dtype (it changes the numbers
+# every sample is drawn from), for an endpoint the context length and its token ids (they decide how the
+# reasoning end is read). Not there: performance knobs (block size, batch sizes, prefix caching, memory, eager
+# mode), resources and the engine's own seed (every request carries its own, from sampling.seed); none changes
+# what a request asks for.
 
 # what each part of an identity is called in messages
 PARTS = {"sampling_sha256": "the sampling settings", "model": "the model", "engine": "the engine settings",
@@ -47,28 +48,24 @@ PARTS = {"sampling_sha256": "the sampling settings", "model": "the model", "engi
 
 
 def engine_settings(model_cfg: Mapping[str, Any]) -> dict[str, Any]:
-    """The :data:`ENGINE_KEYS` of a model's config, defaults filled in from their one home
-    (:mod:`thinkprobe.generate.defaults`), so stating a default and leaving it out are the same setting.
+    """The engine settings of a model's config that enter its batches' identity (its backend's
+    ``identity_keys``), defaults filled in from their one home (the backend's ``settings``), so stating a
+    default and leaving it out are the same setting; none for a backend no file registers (an old record).
 
     >>> engine_settings({"backend": "vllm", "engine": {"max_model_len": 4096, "block_size": 16}})
     {'max_model_len': 4096, 'dtype': 'auto'}
     """
-    from .generate.defaults import HTTP_DEFAULTS, VLLM_ENGINE_DEFAULTS
+    from .generate import backends
 
-    backend = model_cfg.get("backend")
-    if backend == "vllm":
-        values = {**VLLM_ENGINE_DEFAULTS, **dict(model_cfg.get("engine") or {})}
-    elif backend == "openai":
-        values = {**HTTP_DEFAULTS, **dict(model_cfg)}
-    else:
+    if model_cfg.get("backend") not in backends.names():
         return {}
-    return {k: values.get(k) for k in ENGINE_KEYS[backend]}
+    return backends.of(model_cfg).engine_settings(model_cfg)
 
 
 def identity(sampling: Mapping[str, Any], model_cfg: Mapping[str, Any],
              code_sha256: str | None = None) -> dict[str, Any]:
     """What decides a batch's continuations: the sampling digest, the model's identity, the engine settings
-    that change what is sampled (:data:`ENGINE_KEYS`) and the hash of the sampling code
+    that change what is sampled (:func:`engine_settings`) and the hash of the sampling code
     (:func:`thinkprobe.trajectories.sampling.sampling_code_sha256`); not performance knobs or resources."""
     blob = json.dumps(dict(sampling), sort_keys=True, default=str).encode()
     return {"sampling_sha256": hashlib.sha256(blob).hexdigest(),

@@ -1,7 +1,8 @@
 """Trace generation: one engine interface (vLLM, OpenAI-compatible endpoints), question sets and benchmark loaders.
 
-Modules: ``interface`` (the engine interface and its dataclasses, a leaf), ``engine`` (:func:`open_engine`,
-the factory), ``vllm_engine`` and ``http_engine`` (the two backends, imported only when opened), ``models``
+Modules: ``interface`` (the engine interface and its dataclasses, a leaf), ``engine`` (``open_engine``, the
+factory), ``backends`` (the registry of model backends, one file each: docs/adding-a-backend.md),
+``vllm_engine`` and ``http_engine`` (the engines of two of them, imported only when opened), ``models``
 (local model folders; SmolLM2 built in), ``hub`` (the Hugging Face cache), ``reasoning`` (reasoning/answer
 split, looping detection), ``collection_jobs`` (the collection jobs, planned at parse time), ``unit_store`` (the
 collection job's store of finished units; the job itself is :mod:`thinkprobe.stages.collect`), ``records``
@@ -11,6 +12,10 @@ formats) and ``jobres`` (a generation job's resources). The study planner, which
 :mod:`thinkprobe.study.planner`, a layer above.
 """
 
-from .engine import Completion, Engine, EngineError, Generation, SamplingSpec, open_engine
+# The interface only, not the factory: importing the package (which every module of it does) must not import
+# the registry and every backend's declaration, and the sampling code's walk (trajectories.sampling, which
+# reads a package's __init__) must not reach them: they decide no sample (docs/sampling-store.md).
+# The factory is thinkprobe.generate.engine.open_engine.
+from .interface import Completion, Engine, EngineError, Generation, SamplingSpec
 
-__all__ = ["Completion", "Engine", "EngineError", "Generation", "SamplingSpec", "open_engine"]
+__all__ = ["Completion", "Engine", "EngineError", "Generation", "SamplingSpec"]

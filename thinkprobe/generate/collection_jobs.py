@@ -27,7 +27,8 @@ from ..tracefiles import COLLECT, TRACES, trace_file
 from ..traces import safe_id
 from ..units import Discovery, UnitKey
 from .defaults import MODEL_DEFAULTS  # re-exported: collection_jobs.MODEL_DEFAULTS (one home: generate.defaults)
-from .defaults import COLLECTION_SAMPLING_DEFAULTS, VLLM_ENGINE_DEFAULTS
+from .defaults import COLLECTION_SAMPLING_DEFAULTS
+from . import backends
 from .questions import PROMPT_VARIANTS, Question, QuestionSetError, Skipped, read_question_set
 
 
@@ -40,10 +41,9 @@ def model_settings(name: str, cfg: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def gpus(model: Mapping[str, Any]) -> int:
-    """GPUs a collection job of this model asks SLURM for: ``tensor_parallel_size`` on a GPU, else none."""
-    if model.get("backend") != "vllm" or model.get("device", "gpu") != "gpu":
-        return 0
-    return int((model.get("engine") or {}).get("tensor_parallel_size", VLLM_ENGINE_DEFAULTS["tensor_parallel_size"]))
+    """GPUs a collection job of this model asks SLURM for: its backend's need (``vllm``: ``tensor_parallel_size``
+    on a GPU device; an endpoint or a replay file: none)."""
+    return backends.of(model).gpus(model)
 
 
 class CollectionConfigError(ValueError):

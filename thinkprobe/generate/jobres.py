@@ -30,6 +30,7 @@ from __future__ import annotations
 import math
 from typing import Any, Mapping
 
+from . import backends
 from .collection_jobs import gpus
 
 RULES = ("collect", "traj_sample")
@@ -125,7 +126,7 @@ def job_resources(rule: str, model: Mapping[str, Any], config: Mapping[str, Any]
     stated = overrides(rule, model)
     out: dict[str, Any] = {"gpu": n_gpus}
     out["runtime"] = max(int(res["min_runtime"]), math.ceil(float(res["runtime_factor"]) * hours * 60))
-    if model.get("backend") != "vllm":  # an OpenAI-compatible endpoint holds the model; the job is its client
+    if not backends.of(model).loads_weights:  # an endpoint (or a file) holds the model; the job is its client
         weights = 0.0
     gb = (weights if weights is not None else UNKNOWN_WEIGHTS_GB) + BASE_GB + tokens * BYTES_PER_TOKEN / 1e9
     gb += WORKER_GB * n_gpus if n_gpus else float((model.get("engine") or {}).get("kv_cache_space_gb") or 1)

@@ -1,4 +1,4 @@
-"""An engine that starts only when something is generated (issue 37, item 5): :func:`engine_for_work`.
+"""An engine that starts only when something is generated (issue 37, item 5): :class:`LazyVllmEngine`.
 
 A sampling job whose batch is rebuilt from intact parts of the continuation store (a finished document was
 refused, every part is intact) has nothing to sample, yet it needs what identifies the engine before it can
@@ -11,7 +11,8 @@ at the first :meth:`~LazyVllmEngine.generate`; a job that generates nothing star
 here, a GPU allocation and a model load on a cluster, for nothing).
 
 Without a configured ``max_model_len`` (vLLM then takes the model's own, derived at start) and for the HTTP
-backend (opening it costs one ``GET /models``), :func:`engine_for_work` opens the engine as before.
+backend (opening it costs one ``GET /models``), :func:`thinkprobe.generate.engine.engine_for_work` opens the
+engine as before (the ``vllm`` backend's ``lazy``, :mod:`thinkprobe.generate.backends.vllm`, decides which).
 """
 
 from __future__ import annotations
@@ -59,10 +60,11 @@ class LazyVllmEngine:
 
     def generate(self, prompts: Sequence[str | Sequence[int]], sampling: Sequence[SamplingSpec]) -> list[Generation]:
         if self._engine is None:
-            from .engine import EngineError, open_engine
+            from .interface import EngineError
+            from .vllm_engine import VllmEngine
 
             t0 = time.perf_counter()
-            engine = open_engine(self._cfg)
+            engine = VllmEngine(self._cfg)
             self.start_seconds = time.perf_counter() - t0
             if int(engine.max_model_len) != self.max_model_len or engine.tokenizer_sha256 != self.tokenizer_sha256:
                 engine.close()
@@ -78,13 +80,3 @@ class LazyVllmEngine:
         if self._engine is not None:
             self._engine.close()
 
-
-def engine_for_work(model_cfg: Mapping[str, Any], log: Callable[[str], None] = print):
-    """A :class:`LazyVllmEngine` where a vLLM engine's identity is known without starting it, else the engine
-    itself (:func:`thinkprobe.generate.engine.open_engine`)."""
-    from .engine import open_engine
-
-    max_len = (model_cfg.get("engine") or {}).get("max_model_len")
-    if model_cfg.get("backend") == "vllm" and max_len:
-        return LazyVllmEngine(model_cfg, int(max_len), log)
-    return open_engine(model_cfg)

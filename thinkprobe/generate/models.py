@@ -144,27 +144,3 @@ def model_problem(name_or_path: str, base: str | os.PathLike = ".") -> str | Non
         return None
     return (f"not a built-in model ({', '.join(BUILTIN)}) and not a local folder with a config.json "
             f"({path} {'has no config.json' if path.is_dir() else 'does not exist'})")
-
-
-def config_problems(config: dict[str, Any], base: str | os.PathLike = ".") -> list[str]:
-    """The vLLM models a collection job (or enabled trajectories) will open must be loadable offline here: a
-    built-in name whose package is installed, or a local folder (a model given otherwise is not checked).
-
-    Named by the ``models`` block of ``config/schema.yaml`` (``x-checks-from``) and run by
-    :func:`thinkprobe.config.validate_config`."""
-    models = config.get("models") if isinstance(config.get("models"), dict) else {}
-    jobs = (config.get("collection") or {}).get("jobs") if isinstance(config.get("collection"), dict) else None
-    used = {str(j.get("model")) for j in jobs or [] if isinstance(j, dict)}
-    traj = config.get("trajectories") if isinstance(config.get("trajectories"), dict) else {}
-    if traj.get("enabled"):
-        used |= {str(m) for m in traj.get("models") or []}
-    problems = []
-    for name in sorted(used & set(models)):
-        entry = models[name] if isinstance(models[name], dict) else {}
-        if entry.get("backend") != "vllm" or ("path" not in entry and {"hub_id", "hub"} & set(entry)):
-            continue
-        key = "path" if "path" in entry else "(name)"
-        problem = model_problem(str(entry.get("path") or name), base)
-        if problem:
-            problems.append(f"models.{name}.{key} = {entry.get('path') or name!r}: not available: {problem}")
-    return problems

@@ -223,7 +223,7 @@ def unit_store_doc(u: Mapping[str, Any], params: Mapping[str, Any], engine: Engi
         **({"endpoint": model_cfg["base_url"]} if model_cfg.get("base_url") else {}),
         "engine_version": engine.version,
         "engine_args": dict(getattr(engine, "args", None) or model_cfg.get("engine") or {}),
-        "reasoning_mode": model_cfg.get("reasoning", "native"),
+        "reasoning_mode": model_cfg["reasoning"],  # filled by collection_jobs.model_settings (generate.defaults)
         "think_prefill": bool(model_cfg.get("think_prefill")),
         "system_prompt": model_cfg.get("system_prompt") or "",
         "prompt_variant": params["prompt_variant"],

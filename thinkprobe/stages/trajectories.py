@@ -81,7 +81,7 @@ def sample_batch(trace_paths: Sequence[str], out_path: str, model_cfg: Mapping[s
     the same trace bytes, settings, model and gold) is taken from there; the engine starts only when some
     trace still needs it, so a rerun whose continuations are all stored starts no engine (issue 19, item 7).
     """
-    from ..generate.lazy_engine import engine_for_work
+    from ..generate.engine import engine_for_work
 
     cfg = SamplingConfig.from_config(traj)
     ident = batch_identity(traj, model_cfg)

@@ -14,8 +14,8 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from .planner import generation_models, local_folder
-from ..generate.defaults import VLLM_ENGINE_DEFAULTS
 from ..generate.jobres import weights_gb
+from ..generate import backends
 from ..generate.collection_jobs import CollectionJobs, gpus, model_settings, list_collection_jobs
 
 
@@ -42,9 +42,10 @@ def check_study(config: Mapping[str, Any], base: str | Path = ".", collect: Coll
         m = model_settings(name, raw or {})
         if m.get("hub_id") and m.get("path"):
             problems.append(f"models.{name}: give either path or hub_id, not both")
-        if m.get("hub_id") and m.get("backend") != "vllm":
-            problems.append(f"models.{name}.hub_id: only the vllm backend loads hub models (an openai endpoint "
-                            "serves its own; name it with served_model)")
+        if m.get("hub_id") and not backends.of(m).hub:
+            problems.append(f"models.{name}.hub_id: backend {m['backend']} loads no hub models (only "
+                            f"{', '.join(n for n in backends.names() if backends.get(n).hub)} does; an openai "
+                            "endpoint serves its own: name it with served_model)")
         if gpus(m) > per_node:
             problems.append(f"models.{name}.engine.tensor_parallel_size = {gpus(m)} is more than the "
                             f"{per_node} GPUs of a node (resources.gpus_per_node)")
@@ -56,7 +57,7 @@ def check_study(config: Mapping[str, Any], base: str | Path = ".", collect: Coll
     traj = config["trajectories"]
     for name in sorted(generation_models(config, collect)):
         m = model_settings(name, models_cfg.get(name) or {})
-        if m.get("backend") != "vllm":
+        if not backends.of(m).loads_weights:  # an endpoint or a file: no weights, no context of its own here
             continue
         folder = local_folder(m, cache)
         problems += _memory_problems(name, m, folder, per_node, gpu_mem)
@@ -95,8 +96,7 @@ def _memory_problems(name: str, m: Mapping[str, Any], folder, per_node: int, gpu
         return [f"models.{name}: weights of {weights:,.0f} GB ({source}) do not fit the {per_node} x {gpu_mem:g} GB "
                 "GPUs of a node (resources.gpus_per_node, resources.gpu_mem_gb)"]
     tp = gpus(m)
-    usable = tp * gpu_mem * float((m.get("engine") or {}).get("gpu_memory_utilization")
-                                  or VLLM_ENGINE_DEFAULTS["gpu_memory_utilization"])
+    usable = tp * gpu_mem * float(backends.of(m).settings(m)["gpu_memory_utilization"])  # defaults merged once
     if weights > usable:
         need = math.ceil(weights / (usable / tp))
         return [f"models.{name}: weights of {weights:,.0f} GB ({source}) do not fit its {tp} GPU(s) of "
