@@ -30,7 +30,8 @@ GPU hours
     x the weights' GB: :func:`thinkprobe.generate.jobres.startup_s`), GPU hours = job hours x GPUs per job.
     Throughput is output tokens/s of ONE job (all its tensor-parallel GPUs) from ``planning.throughput``, by GPU
     type (``planning.gpu_type``; a ``device: cpu`` model uses the row ``cpu``) and size class of the model's
-    active parameters (``models.<name>.params_b``, else the built-in's size, else the cached weights' bytes / 2).
+    active parameters (``models.<name>.params_b``, else the built-in's size, else what the model's own files say
+    when they are on this machine: :mod:`thinkprobe.generate.modelsize`; the plan names the witness).
 
 Not counted: loop retries (at most ``loop_detection.max_retries`` more samples of a looping trace), prompt
 prefill (vLLM's prefix cache serves most of it for continuations), sequential stopping (fewer continuations).
@@ -47,10 +48,9 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from ..units import UnitKey
-from ..generate import jobres
+from ..generate import jobres, modelsize
 from ..generate.collection_jobs import CollectionJobs, gpus, model_settings, list_collection_jobs
 
-BUILTIN_PARAMS_B = {"smollm2": 0.135}  # SmolLM2-135M-Instruct
 COLUMNS = ("rule", "units", "jobs", "slurm_jobs", "gpus_per_job", "tokens", "runtime_min", "over_cap", "job_hours",
            "gpu_hours")
 PROMPT_TEMPLATE_TOKENS = 64  # chat template and instructions around a question (planning only)
@@ -109,6 +109,7 @@ class Row:
 class StudyPlan:
     rows: list[Row] = field(default_factory=list)  # per model x question set where it matters
     sources: dict[str, str] = field(default_factory=dict)  # model x question set -> where its lengths came from
+    sizes: dict[str, str] = field(default_factory=dict)  # model -> its parameters and weights, and their witnesses
     jobs: list[Job] = field(default_factory=list)  # every generation job
     max_runtime: int = 0
 
@@ -179,6 +180,12 @@ class StudyPlan:
             out += [f"  ! {m}" for m in problems[:20]]
             if len(problems) > 20:
                 out.append(f"  ... and {len(problems) - 20} more (--json lists every job)")
+        if self.sizes:
+            out.append("")
+            items = sorted(self.sizes.items())
+            out += [f"model size, {k}: {v}" for k, v in items[:16]]
+            if len(items) > 16:
+                out.append(f"... and {len(items) - 16} more (--json lists them all)")
         if self.sources:
             out.append("")
             items = sorted(self.sources.items())
@@ -186,6 +193,11 @@ class StudyPlan:
             if len(items) > 16:
                 out.append(f"... and {len(items) - 16} more (--json lists them all)")
         return "\n".join(out)
+
+    def as_json(self) -> dict[str, Any]:
+        """The plan as ``thinkprobe plan --json`` prints it and rule ``plan`` writes it."""
+        return {"rows": self.table(), "jobs": [j.as_dict() for j in self.jobs], "sources": self.sources,
+                "sizes": self.sizes}
 
     def markdown(self) -> str:
         """Per rule and in total, as a Markdown table (docs/planning.md's tables: ``thinkprobe plan --markdown``)."""
@@ -218,18 +230,20 @@ def size_class(params_b: float | None, classes: Mapping[str, float]) -> str:
     return "xxlarge"
 
 
-def model_params_b(model: Mapping[str, Any], model_cache: str | None) -> float | None:
-    """Active parameters (billions): the config's ``params_b``, a built-in's size, or the cached weights' bytes / 2."""
-    if model.get("params_b"):
-        return float(model["params_b"])
-    if str(model.get("path") or "") in BUILTIN_PARAMS_B:
-        return BUILTIN_PARAMS_B[str(model["path"])]
-    folder = local_folder(model, model_cache)
-    if folder is not None:
-        size = sum(p.stat().st_size for p in folder.glob("*.safetensors"))
-        if size:
-            return size / 2e9
-    return None
+def model_size(model: Mapping[str, Any], model_cache: str | None) -> tuple[float | None, float | None, str]:
+    """``(active params_b, weights GB, where both came from)`` of a model: the config's figures, else what its own
+    files say when they are on this machine (:mod:`thinkprobe.generate.modelsize`: its weight index, its
+    safetensors headers or its config.json), so a mixture-of-experts model is sized by all its experts and
+    classed by the few it computes with."""
+    size = modelsize.read_size(local_folder(model, model_cache))
+    active, active_from = modelsize.active_params_b(model, size)
+    gb, gb_from = modelsize.weights(model, size)
+    parts = [f"active {active:,.3g} B ({active_from})" if active is not None else f"active: {active_from}"]
+    if size.total is not None and not model.get("weights_gb"):
+        parts.append(f"total {size.total / 1e9:,.3g} B ({size.total_source})")
+    parts.append(f"weights {gb:,.3g} GB ({gb_from})" if gb is not None else
+                 f"weights: unknown, {jobres.UNKNOWN_WEIGHTS_GB:g} GB assumed")
+    return active, gb, "; ".join(parts)
 
 
 def local_folder(model: Mapping[str, Any], model_cache: str | None) -> Path | None:
@@ -377,10 +391,10 @@ def plan_study(config: Mapping[str, Any], base: str | Path = ".", collect: Colle
     def model_info(name: str) -> dict[str, Any]:
         if name not in info:
             m = collect.models.get(name) or model_settings(name, models_cfg.get(name) or {})
-            folder = local_folder(m, cache) if not m.get("weights_gb") else None
-            cached = sum(p.stat().st_size for p in folder.glob("*.safetensors")) if folder is not None else 0
-            rate, cls = throughput(config, m, model_params_b(m, cache))
-            info[name] = {"cfg": m, "rate": rate, "class": cls, "weights": jobres.weights_gb(m, cached or None)}
+            active, weights, where = model_size(m, cache)
+            rate, cls = throughput(config, m, active)
+            info[name] = {"cfg": m, "rate": rate, "class": cls, "weights": weights}
+            study.sizes[name] = where
         return info[name]
 
     def add_job(rule: str, model: str, qset: str, batch: str, units: int, tokens: float) -> Job:
