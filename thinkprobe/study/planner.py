@@ -110,6 +110,7 @@ class StudyPlan:
     rows: list[Row] = field(default_factory=list)  # per model x question set where it matters
     sources: dict[str, str] = field(default_factory=dict)  # model x question set -> where its lengths came from
     sizes: dict[str, str] = field(default_factory=dict)  # model -> its parameters and weights, and their witnesses
+    study_jobs: dict[str, bool] = field(default_factory=dict)  # study-wide rule -> a SLURM job (else local)
     jobs: list[Job] = field(default_factory=list)  # every generation job
     max_runtime: int = 0
 
@@ -197,7 +198,7 @@ class StudyPlan:
     def as_json(self) -> dict[str, Any]:
         """The plan as ``thinkprobe plan --json`` prints it and rule ``plan`` writes it."""
         return {"rows": self.table(), "jobs": [j.as_dict() for j in self.jobs], "sources": self.sources,
-                "sizes": self.sizes}
+                "sizes": self.sizes, "study_jobs": self.study_jobs}
 
     def markdown(self) -> str:
         """Per rule and in total, as a Markdown table (docs/planning.md's tables: ``thinkprobe plan --markdown``)."""
@@ -434,6 +435,7 @@ def plan_study(config: Mapping[str, Any], base: str | Path = ".", collect: Colle
         from ..trajectories.batches import TrajectoryJobs, decoding_of
 
         tplan = trajectories if trajectories is not None else TrajectoryJobs(config, base)
+        traj_rows: list[Row] = []  # counted when the default target runs them (trajectories.enabled)
         forced = int(traj["forced"]["max_tokens"]) if traj["estimator"] == "forced" else None
         n, stride, limit = int(traj["n"]), int(traj["stride"]), int(traj["max_reasoning_tokens"])
         prompts = {qset: round(sum(len(q.text) for q in qs) / len(qs) / CHARS_PER_TOKEN) + PROMPT_TEMPLATE_TOKENS
@@ -454,7 +456,7 @@ def plan_study(config: Mapping[str, Any], base: str | Path = ".", collect: Colle
                 cjob = collect.jobs.get((model, qset))
                 if cjob is None:  # no collected trace to sample: the jobs find nothing and generate nothing
                     jobs = [add_job("traj_sample", model, qset, b, 0, 0.0) for b in batches]
-                    study.rows.append(_row("traj_sample", model, qset, jobs, mi))
+                    traj_rows.append(_row("traj_sample", model, qset, jobs, mi))
                     study.sources[f"traj_sample {model} x {qset}"] = "not collected: no trace to sample"
                     continue
                 ccap = int(cjob["sampling"]["max_tokens"])
@@ -478,7 +480,7 @@ def plan_study(config: Mapping[str, Any], base: str | Path = ".", collect: Colle
                                            window, prompt)
                     traces += len(units)
                     jobs.append(add_job("traj_sample", model, qset, b, len(units), total))
-                study.rows.append(_row("traj_sample", model, qset, jobs, mi))
+                traj_rows.append(_row("traj_sample", model, qset, jobs, mi))
                 decodings = sorted({decoding_of(b) for b in batches})
                 study.sources[f"traj_sample {model} x {qset}"] = (
                     f"K from {observed} collected trace(s)" + (f", {traces - observed} at the prior K = {fallback:,}"
@@ -487,9 +489,16 @@ def plan_study(config: Mapping[str, Any], base: str | Path = ".", collect: Colle
         # labelling (rules/trajectories.smk traj_label): one CPU SLURM job per sampling batch, as the dry run submits
         if tplan.batches:
             n = len(tplan.batches)
-            study.rows.append(Row("traj_label", units=n, jobs=n, slurm_jobs=n,
-                                  detail=f"{n} sampling batch(es), one CPU job each"))
+            traj_rows.append(Row("traj_label", units=n, jobs=n, slurm_jobs=n,
+                                 detail=f"{n} sampling batch(es), one CPU job each"))
+        if traj["enabled"]:
+            study.rows += traj_rows
+        elif tplan.batches:  # their jobs stay planned: `snakemake trajectories` takes their resources from here
+            study.sources["trajectories"] = (
+                f"trajectories.enabled is false: not in the default target, not counted (`snakemake trajectories` "
+                f"runs {sum(r.jobs for r in traj_rows):,} jobs, {sum(r.gpu_hours for r in traj_rows):,.1f} GPU-hours)")
     _analysis_rows(study, config, collect)
+    _study_rows(study, config, base, len(tplan.batches) if traj.get("models") and traj.get("question_sets") else 0)
     return study
 
 
@@ -544,6 +553,19 @@ def _analysis_rows(study: StudyPlan, config: Mapping[str, Any], collect: Collect
         units = sum(1 for u in collect.units if u.question_set == qset)
         study.rows.append(Row("analysis", units=units, jobs=batches * 3, slurm_jobs=batches,
                               detail=f"(all models) x {qset}"))
+
+
+def _study_rows(study: StudyPlan, config: Mapping[str, Any], base: Path, sampling_batches: int) -> None:
+    """The study-wide jobs (tables, statistics, figures, pages: one job each, :mod:`thinkprobe.study.study_jobs`),
+    those SLURM runs among them counted as SLURM jobs, the rest run by Snakemake itself."""
+    from .study_jobs import study_jobs
+
+    jobs = study_jobs(config, sampling_batches, base)
+    study.study_jobs = jobs
+    slurm = sorted(r for r, on_slurm in jobs.items() if on_slurm)
+    study.rows.append(Row("study", jobs=len(jobs), slurm_jobs=len(slurm),
+                          detail=f"tables, statistics, figures, pages: {len(slurm)} on SLURM"
+                                 + (f" ({', '.join(slurm)})" if slurm else "")))
 
 
 def study_config(configfiles: list[str | Path], base: str | Path = ".") -> dict[str, Any]:
