@@ -1,7 +1,7 @@
-"""The plan is the run: `thinkprobe plan`'s SLURM jobs per rule equal what `snakemake -n` through the SLURM profile
-would submit, on the embedded default (collection, trajectory sampling and its labelling). The analysis jobs'
-count (group jobs of batches) is checked with the analysis batching (tests of rules/*.smk grouping); here every
-rule the planner lists besides `analysis` is compared."""
+"""The plan is the run: `thinkprobe plan`'s jobs and SLURM jobs equal what `snakemake -n` through the SLURM profile
+schedules and would submit: on the embedded default per generation rule (collection, trajectory sampling and its
+labelling), and on collection-only studies every rule, the study-wide tables, statistics, figures and pages
+included, with the SLURM jobs told from the local ones by Snakemake's own record of its local rules."""
 
 from __future__ import annotations
 
@@ -19,8 +19,9 @@ pytestmark = pytest.mark.workflow
 
 
 def submitted(dry_run: str) -> Counter:
-    """Jobs a dry run through a SLURM profile would submit, per rule: each top-level `rule X:` block (a local
-    rule prints `localrule`, a group job's members are indented under `Group job`); `all` runs nothing."""
+    """Jobs a dry run through a SLURM profile schedules at top level, per rule: each `rule X:` block that is not
+    indented (a group job's members are, under `Group job`; a dry run prints local rules as `rule X:` too, so
+    this counts only rules known not to be local); `all` runs nothing."""
     return Counter(r for r in re.findall(r"^rule (\w+):", dry_run, re.M) if r != "all")
 
 
