@@ -62,16 +62,6 @@ class ModelSize:
     dtype_bytes: int = BF16_BYTES
     dtype: str = "bfloat16"
 
-    def describe(self) -> str:
-        parts = []
-        if self.total is not None:
-            parts.append(f"total {self.total / 1e9:,.3g} B parameters ({self.total_source})")
-        if self.active is not None and self.active != self.total:
-            parts.append(f"active {self.active / 1e9:,.3g} B ({self.active_source})")
-        if self.weight_bytes is not None:
-            parts.append(f"{self.weight_bytes / 1e9:,.3g} GB of weights ({self.bytes_source})")
-        return "; ".join(parts)
-
 
 def _text_config(cfg: Mapping[str, Any]) -> Mapping[str, Any]:
     """The language model's section of a config (a multimodal model nests it)."""
