@@ -1,7 +1,7 @@
-"""The plan is the run: `thinkprobe plan`'s SLURM jobs per rule equal what `snakemake -n` through the SLURM profile
-would submit, on the embedded default (collection, trajectory sampling and its labelling). The analysis jobs'
-count (group jobs of batches) is checked with the analysis batching (tests of rules/*.smk grouping); here every
-rule the planner lists besides `analysis` is compared."""
+"""The plan is the run: `thinkprobe plan`'s jobs and SLURM jobs equal what `snakemake -n` through the SLURM profile
+schedules and would submit: on the embedded default per generation rule (collection, trajectory sampling and its
+labelling), and on collection-only studies every rule, the study-wide tables, statistics, figures and pages
+included, with the SLURM jobs told from the local ones by Snakemake's own record of its local rules."""
 
 from __future__ import annotations
 
@@ -19,8 +19,9 @@ pytestmark = pytest.mark.workflow
 
 
 def submitted(dry_run: str) -> Counter:
-    """Jobs a dry run through a SLURM profile would submit, per rule: each top-level `rule X:` block (a local
-    rule prints `localrule`, a group job's members are indented under `Group job`); `all` runs nothing."""
+    """Jobs a dry run through a SLURM profile schedules at top level, per rule: each `rule X:` block that is not
+    indented (a group job's members are, under `Group job`; a dry run prints local rules as `rule X:` too, so
+    this counts only rules known not to be local); `all` runs nothing."""
     return Counter(r for r in re.findall(r"^rule (\w+):", dry_run, re.M) if r != "all")
 
 
@@ -35,3 +36,77 @@ def test_the_planners_slurm_jobs_per_rule_are_the_dry_runs(tmp_path):
     planned = {r["rule"]: r["slurm_jobs"] for r in rows if not r["detail"]}  # the per-rule totals
     for rule in ("collect", "traj_sample", "traj_label"):
         assert planned[rule] == dry[rule] > 0, (rule, planned, dry)
+
+
+LOCAL_RULES = """
+import json, sys
+from pathlib import Path
+from snakemake.api import SnakemakeApi
+from snakemake.settings.types import OutputSettings, ResourceSettings
+
+with SnakemakeApi(OutputSettings()) as api:
+    wf = api.workflow(resource_settings=ResourceSettings(cores=1), snakefile=Path(sys.argv[1]),
+                      workdir=Path(sys.argv[2]))._workflow
+    # Snakemake's own record of the localrule directives (Workflow.is_local without an executor says every rule)
+    print(json.dumps(sorted(r.name for r in wf.rules if r.group is None and r.name in wf._localrules)))
+"""
+
+
+def _local_rules(wd) -> set[str]:
+    """The rules Snakemake itself runs in its own process (its parse of the workflow, not the planner's reading of
+    the rule files): a dry run prints every job alike, whether it would be submitted or not."""
+    out = subprocess.run([sys.executable, "-c", LOCAL_RULES, str(REPO / "Snakefile"), str(wd)], capture_output=True,
+                         text=True, cwd=wd, timeout=300)
+    assert out.returncode == 0, out.stderr[-3000:]
+    return set(json.loads(out.stdout.strip().splitlines()[-1]))
+
+
+def _job_stats(dry_run: str) -> Counter:
+    table = dry_run.split("Job stats:", 1)[1].split("\n\n", 1)[0]
+    return Counter({m.group(1): int(m.group(2)) for m in re.finditer(r"^(\w+)\s+(\d+)\s*$", table, re.M)})
+
+
+@pytest.mark.parametrize("shape", ["stats-and-pages", "no-trajectories-no-pages"])
+def test_the_planners_jobs_and_slurm_jobs_are_the_dry_runs_study_wide_jobs_included(tmp_path, shape):
+    """Every job the dry run schedules, per rule, is one the planner counts, the study-wide ones included (tables,
+    statistics, figures, pages); and its SLURM jobs are the jobs the run submits: the top-level jobs of rules that
+    are not local (Snakemake's own record of them) plus one per group job. Collected question sets only: the
+    analysis of imported traces is not counted by the planner (it costs no generation)."""
+    cfg = default_config()
+    cfg["inputs"] = []
+    if shape == "stats-and-pages":
+        cfg["stats"]["enabled"] = True
+        cfg["pages"]["enabled"] = True
+    else:
+        cfg["trajectories"]["enabled"] = False
+        cfg["pages"]["enabled"] = False
+    wd = make_workdir(tmp_path / "wd", cfg)
+    out = snakemake(wd, "-n", "--profile", str(REPO / "profiles" / "slurm-local"), timeout=600)
+    text = out.stdout + out.stderr
+    stats = _job_stats(text)
+    plan = subprocess.run([sys.executable, "-m", "thinkprobe.cli", "plan", "--directory", str(wd), "--json"],
+                          capture_output=True, text=True, cwd=REPO, timeout=300)
+    assert plan.returncode == 0, plan.stderr
+    planned = json.loads(plan.stdout)
+    per_rule = {r["rule"]: r for r in planned["rows"] if not r["detail"] or r["detail"] == "(all)"}
+    study = planned["study_jobs"]
+    # every rule of the dry run, and nothing else: analysis is segment + graph + metrics, `all` runs nothing
+    expected = Counter({**{r: 1 for r in study}})
+    for rule in ("collect", "traj_sample", "traj_label", "fetch_model"):
+        if rule in per_rule:
+            expected[rule] = per_rule[rule]["jobs"]
+    expected["segment"] = expected["graph"] = expected["metrics"] = per_rule["analysis"]["jobs"] // 3
+    assert +expected == stats - Counter({"all": 1, "total": stats["total"]}), (expected, stats)
+    assert sum(r["jobs"] for r in per_rule.values() if r["rule"] != "total") + 1 == stats["total"]
+    # what SLURM gets: top-level jobs of rules that are not local, one per group job
+    local = _local_rules(wd)
+    assert {r for r, on_slurm in study.items() if not on_slurm} == {r for r in study if r in local}
+    top = Counter(r for r in re.findall(r"^rule (\w+):", text, re.M) if r not in local and r != "all")
+    groups = len(re.findall(r"Group job analysis", text))
+    total = next(r for r in planned["rows"] if r["rule"] == "total")
+    assert total["slurm_jobs"] == sum(top.values()) + groups, (total, top, groups)
+    assert per_rule["study"]["slurm_jobs"] == sum(n for r, n in top.items() if r in study)
+    if shape == "stats-and-pages":
+        assert {"stats_cycles", "traj_join", "trace_pages"} <= set(study) and study["stats_cycles"]
+    else:
+        assert not {"traj_join", "trace_pages", "stats_cycles"} & set(study)

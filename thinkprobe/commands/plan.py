@@ -48,8 +48,7 @@ def run(args: argparse.Namespace) -> int:
     if args.markdown:
         print(plan.markdown())
     elif args.json:
-        print(json.dumps({"rows": plan.table(), "jobs": [j.as_dict() for j in plan.jobs], "sources": plan.sources},
-                         indent=1))
+        print(json.dumps(plan.as_json(), indent=1))
     else:
         print(plan.format())
     from ..generate.cluster import submit_limit, submit_warning

@@ -10,7 +10,8 @@ A generation job loads one model and generates the tokens the planner expects of
     than ``resources.max_runtime`` (the partition's limit) is an error naming the batch size to lower: a job
     that cannot finish inside the limit would be killed and rerun forever.
 ``mem_mb`` (host memory)
-    the weights pass through the page cache once while the engine loads them, each GPU's worker process keeps
+    the weights (:func:`thinkprobe.generate.modelsize.weights`: as stated, else the model's own files, else its
+    total parameters x 2 bytes) pass through the page cache once while the engine loads them, each GPU's worker process keeps
     a few GB, and the job holds its generated text until it writes it (an ``openai`` endpoint's job loads no
     weights):
     ``weights_gb + WORKER_GB x GPUs + BASE_GB`` (a CPU model: ``+ its KV cache``), plus ``BYTES_PER_TOKEN`` per
@@ -38,32 +39,7 @@ RESOURCE_KEYS = ("runtime", "mem_mb", "threads", "cpus_per_gpu")
 BASE_GB = 8  # the Python process, CUDA context, tokenizer
 WORKER_GB = 4  # one engine worker per GPU (tensor parallel)
 BYTES_PER_TOKEN = 16  # generated text held until the job writes it (continuation documents)
-BF16_BYTES = 2
 UNKNOWN_WEIGHTS_GB = 16.0  # a model whose size nothing states (no weights_gb, params_b, cache): a 7-8B model in bf16
-BUILTIN_WEIGHTS_GB = {"smollm2": 0.27}  # SmolLM2-135M-Instruct, safetensors (bf16)
-
-
-def weights_gb(model: Mapping[str, Any], cached_bytes: int | None = None) -> float | None:
-    """The model's weights in GB: ``weights_gb`` as configured, else the safetensors already on this machine
-    (``cached_bytes``: their bytes on disk, quantization included), a built-in's size, or the TOTAL parameters x
-    2 bytes (bf16): ``total_params_b``, else ``params_b``. A mixture-of-experts model holds all its experts in
-    memory though it computes with a few, so its active ``params_b`` (the throughput class) would undersize it.
-
-    >>> weights_gb({"params_b": 5.1, "total_params_b": 117}), weights_gb({"params_b": 14})
-    (234.0, 28.0)
-    >>> weights_gb({"params_b": 5.1, "total_params_b": 117}, cached_bytes=65_000_000_000)
-    65.0
-    """
-    if model.get("weights_gb"):
-        return float(model["weights_gb"])
-    if cached_bytes:
-        return cached_bytes / 1e9
-    if str(model.get("path") or "") in BUILTIN_WEIGHTS_GB:
-        return BUILTIN_WEIGHTS_GB[str(model["path"])]
-    total = model.get("total_params_b") or model.get("params_b")
-    if total:
-        return float(total) * BF16_BYTES
-    return None
 
 
 def startup_s(config: Mapping[str, Any], weights: float | None) -> float:

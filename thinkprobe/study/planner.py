@@ -30,7 +30,8 @@ GPU hours
     x the weights' GB: :func:`thinkprobe.generate.jobres.startup_s`), GPU hours = job hours x GPUs per job.
     Throughput is output tokens/s of ONE job (all its tensor-parallel GPUs) from ``planning.throughput``, by GPU
     type (``planning.gpu_type``; a ``device: cpu`` model uses the row ``cpu``) and size class of the model's
-    active parameters (``models.<name>.params_b``, else the built-in's size, else the cached weights' bytes / 2).
+    active parameters (``models.<name>.params_b``, else the built-in's size, else what the model's own files say
+    when they are on this machine: :mod:`thinkprobe.generate.modelsize`; the plan names the witness).
 
 Not counted: loop retries (at most ``loop_detection.max_retries`` more samples of a looping trace), prompt
 prefill (vLLM's prefix cache serves most of it for continuations), sequential stopping (fewer continuations).
@@ -47,10 +48,9 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from ..units import UnitKey
-from ..generate import jobres
+from ..generate import jobres, modelsize
 from ..generate.collection_jobs import CollectionJobs, gpus, model_settings, list_collection_jobs
 
-BUILTIN_PARAMS_B = {"smollm2": 0.135}  # SmolLM2-135M-Instruct
 COLUMNS = ("rule", "units", "jobs", "slurm_jobs", "gpus_per_job", "tokens", "runtime_min", "over_cap", "job_hours",
            "gpu_hours")
 PROMPT_TEMPLATE_TOKENS = 64  # chat template and instructions around a question (planning only)
@@ -109,6 +109,8 @@ class Row:
 class StudyPlan:
     rows: list[Row] = field(default_factory=list)  # per model x question set where it matters
     sources: dict[str, str] = field(default_factory=dict)  # model x question set -> where its lengths came from
+    sizes: dict[str, str] = field(default_factory=dict)  # model -> its parameters and weights, and their witnesses
+    study_jobs: dict[str, bool] = field(default_factory=dict)  # study-wide rule -> a SLURM job (else local)
     jobs: list[Job] = field(default_factory=list)  # every generation job
     max_runtime: int = 0
 
@@ -179,6 +181,12 @@ class StudyPlan:
             out += [f"  ! {m}" for m in problems[:20]]
             if len(problems) > 20:
                 out.append(f"  ... and {len(problems) - 20} more (--json lists every job)")
+        if self.sizes:
+            out.append("")
+            items = sorted(self.sizes.items())
+            out += [f"model size, {k}: {v}" for k, v in items[:16]]
+            if len(items) > 16:
+                out.append(f"... and {len(items) - 16} more (--json lists them all)")
         if self.sources:
             out.append("")
             items = sorted(self.sources.items())
@@ -186,6 +194,11 @@ class StudyPlan:
             if len(items) > 16:
                 out.append(f"... and {len(items) - 16} more (--json lists them all)")
         return "\n".join(out)
+
+    def as_json(self) -> dict[str, Any]:
+        """The plan as ``thinkprobe plan --json`` prints it and rule ``plan`` writes it."""
+        return {"rows": self.table(), "jobs": [j.as_dict() for j in self.jobs], "sources": self.sources,
+                "sizes": self.sizes, "study_jobs": self.study_jobs}
 
     def markdown(self) -> str:
         """Per rule and in total, as a Markdown table (docs/planning.md's tables: ``thinkprobe plan --markdown``)."""
@@ -218,18 +231,20 @@ def size_class(params_b: float | None, classes: Mapping[str, float]) -> str:
     return "xxlarge"
 
 
-def model_params_b(model: Mapping[str, Any], model_cache: str | None) -> float | None:
-    """Active parameters (billions): the config's ``params_b``, a built-in's size, or the cached weights' bytes / 2."""
-    if model.get("params_b"):
-        return float(model["params_b"])
-    if str(model.get("path") or "") in BUILTIN_PARAMS_B:
-        return BUILTIN_PARAMS_B[str(model["path"])]
-    folder = local_folder(model, model_cache)
-    if folder is not None:
-        size = sum(p.stat().st_size for p in folder.glob("*.safetensors"))
-        if size:
-            return size / 2e9
-    return None
+def model_size(model: Mapping[str, Any], model_cache: str | None) -> tuple[float | None, float | None, str]:
+    """``(active params_b, weights GB, where both came from)`` of a model: the config's figures, else what its own
+    files say when they are on this machine (:mod:`thinkprobe.generate.modelsize`: its weight index, its
+    safetensors headers or its config.json), so a mixture-of-experts model is sized by all its experts and
+    classed by the few it computes with."""
+    size = modelsize.read_size(local_folder(model, model_cache))
+    active, active_from = modelsize.active_params_b(model, size)
+    gb, gb_from = modelsize.weights(model, size)
+    parts = [f"active {active:,.3g} B ({active_from})" if active is not None else f"active: {active_from}"]
+    if size.total is not None and not model.get("weights_gb"):
+        parts.append(f"total {size.total / 1e9:,.3g} B ({size.total_source})")
+    parts.append(f"weights {gb:,.3g} GB ({gb_from})" if gb is not None else
+                 f"weights: unknown, {jobres.UNKNOWN_WEIGHTS_GB:g} GB assumed")
+    return active, gb, "; ".join(parts)
 
 
 def local_folder(model: Mapping[str, Any], model_cache: str | None) -> Path | None:
@@ -377,10 +392,10 @@ def plan_study(config: Mapping[str, Any], base: str | Path = ".", collect: Colle
     def model_info(name: str) -> dict[str, Any]:
         if name not in info:
             m = collect.models.get(name) or model_settings(name, models_cfg.get(name) or {})
-            folder = local_folder(m, cache) if not m.get("weights_gb") else None
-            cached = sum(p.stat().st_size for p in folder.glob("*.safetensors")) if folder is not None else 0
-            rate, cls = throughput(config, m, model_params_b(m, cache))
-            info[name] = {"cfg": m, "rate": rate, "class": cls, "weights": jobres.weights_gb(m, cached or None)}
+            active, weights, where = model_size(m, cache)
+            rate, cls = throughput(config, m, active)
+            info[name] = {"cfg": m, "rate": rate, "class": cls, "weights": weights}
+            study.sizes[name] = where
         return info[name]
 
     def add_job(rule: str, model: str, qset: str, batch: str, units: int, tokens: float) -> Job:
@@ -420,6 +435,7 @@ def plan_study(config: Mapping[str, Any], base: str | Path = ".", collect: Colle
         from ..trajectories.batches import TrajectoryJobs, decoding_of
 
         tplan = trajectories if trajectories is not None else TrajectoryJobs(config, base)
+        traj_rows: list[Row] = []  # counted when the default target runs them (trajectories.enabled)
         forced = int(traj["forced"]["max_tokens"]) if traj["estimator"] == "forced" else None
         n, stride, limit = int(traj["n"]), int(traj["stride"]), int(traj["max_reasoning_tokens"])
         prompts = {qset: round(sum(len(q.text) for q in qs) / len(qs) / CHARS_PER_TOKEN) + PROMPT_TEMPLATE_TOKENS
@@ -440,7 +456,7 @@ def plan_study(config: Mapping[str, Any], base: str | Path = ".", collect: Colle
                 cjob = collect.jobs.get((model, qset))
                 if cjob is None:  # no collected trace to sample: the jobs find nothing and generate nothing
                     jobs = [add_job("traj_sample", model, qset, b, 0, 0.0) for b in batches]
-                    study.rows.append(_row("traj_sample", model, qset, jobs, mi))
+                    traj_rows.append(_row("traj_sample", model, qset, jobs, mi))
                     study.sources[f"traj_sample {model} x {qset}"] = "not collected: no trace to sample"
                     continue
                 ccap = int(cjob["sampling"]["max_tokens"])
@@ -464,7 +480,7 @@ def plan_study(config: Mapping[str, Any], base: str | Path = ".", collect: Colle
                                            window, prompt)
                     traces += len(units)
                     jobs.append(add_job("traj_sample", model, qset, b, len(units), total))
-                study.rows.append(_row("traj_sample", model, qset, jobs, mi))
+                traj_rows.append(_row("traj_sample", model, qset, jobs, mi))
                 decodings = sorted({decoding_of(b) for b in batches})
                 study.sources[f"traj_sample {model} x {qset}"] = (
                     f"K from {observed} collected trace(s)" + (f", {traces - observed} at the prior K = {fallback:,}"
@@ -473,9 +489,16 @@ def plan_study(config: Mapping[str, Any], base: str | Path = ".", collect: Colle
         # labelling (rules/trajectories.smk traj_label): one CPU SLURM job per sampling batch, as the dry run submits
         if tplan.batches:
             n = len(tplan.batches)
-            study.rows.append(Row("traj_label", units=n, jobs=n, slurm_jobs=n,
-                                  detail=f"{n} sampling batch(es), one CPU job each"))
+            traj_rows.append(Row("traj_label", units=n, jobs=n, slurm_jobs=n,
+                                 detail=f"{n} sampling batch(es), one CPU job each"))
+        if traj["enabled"]:
+            study.rows += traj_rows
+        elif tplan.batches:  # their jobs stay planned: `snakemake trajectories` takes their resources from here
+            study.sources["trajectories"] = (
+                f"trajectories.enabled is false: not in the default target, not counted (`snakemake trajectories` "
+                f"runs {sum(r.jobs for r in traj_rows):,} jobs, {sum(r.gpu_hours for r in traj_rows):,.1f} GPU-hours)")
     _analysis_rows(study, config, collect)
+    _study_rows(study, config, base, len(tplan.batches) if traj.get("models") and traj.get("question_sets") else 0)
     return study
 
 
@@ -530,6 +553,19 @@ def _analysis_rows(study: StudyPlan, config: Mapping[str, Any], collect: Collect
         units = sum(1 for u in collect.units if u.question_set == qset)
         study.rows.append(Row("analysis", units=units, jobs=batches * 3, slurm_jobs=batches,
                               detail=f"(all models) x {qset}"))
+
+
+def _study_rows(study: StudyPlan, config: Mapping[str, Any], base: Path, sampling_batches: int) -> None:
+    """The study-wide jobs (tables, statistics, figures, pages: one job each, :mod:`thinkprobe.study.study_jobs`),
+    those SLURM runs among them counted as SLURM jobs, the rest run by Snakemake itself."""
+    from .study_jobs import study_jobs
+
+    jobs = study_jobs(config, sampling_batches, base)
+    study.study_jobs = jobs
+    slurm = sorted(r for r, on_slurm in jobs.items() if on_slurm)
+    study.rows.append(Row("study", jobs=len(jobs), slurm_jobs=len(slurm),
+                          detail=f"tables, statistics, figures, pages: {len(slurm)} on SLURM"
+                                 + (f" ({', '.join(slurm)})" if slurm else "")))
 
 
 def study_config(configfiles: list[str | Path], base: str | Path = ".") -> dict[str, Any]:

@@ -14,8 +14,7 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from .planner import generation_models, local_folder
-from ..generate.jobres import weights_gb
-from ..generate import backends
+from ..generate import backends, modelsize
 from ..generate.collection_jobs import CollectionJobs, gpus, model_settings, list_collection_jobs
 
 
@@ -86,12 +85,9 @@ def _memory_problems(name: str, m: Mapping[str, Any], folder, per_node: int, gpu
     """Weights that no node can hold, or that the model's tensor_parallel_size GPUs cannot."""
     if m.get("device") == "cpu":
         return []
-    cached = sum(p.stat().st_size for p in folder.glob("*.safetensors")) if folder is not None else 0
-    weights = weights_gb(m, cached or None)
+    weights, source = modelsize.weights(m, modelsize.read_size(folder))
     if weights is None:
         return []
-    source = (f"models.{name}.weights_gb" if m.get("weights_gb") else "its cached weights" if cached
-              else f"models.{name}.params_b x 2 bytes")
     if weights > per_node * gpu_mem:
         return [f"models.{name}: weights of {weights:,.0f} GB ({source}) do not fit the {per_node} x {gpu_mem:g} GB "
                 "GPUs of a node (resources.gpus_per_node, resources.gpu_mem_gb)"]

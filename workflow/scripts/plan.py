@@ -8,6 +8,5 @@ with job_log(snakemake.log[0]) as log:
 
     plan = plan_study(snakemake.config, base=".")
     atomic_write_text(snakemake.output.table, plan.format() + "\n")
-    write_json(snakemake.output.rows, {"rows": plan.table(), "jobs": [j.as_dict() for j in plan.jobs],
-                                       "sources": plan.sources})
+    write_json(snakemake.output.rows, plan.as_json())
     print(plan.format(), file=log)
