@@ -42,9 +42,11 @@ _KEY_END = r"(?![A-Za-z0-9]|\.\d|,\d|\s*%|'s)"
 _ADVERB = r"(?:(?:probably|likely|clearly|definitely|most\s+likely|indeed|then|still|actually)\s+)?"
 _CUE = (r"(?:(?:correct|right|best|final|most\s+(?:likely|appropriate|accurate)|only\s+(?:correct|valid))\s+)?"
         r"(?:answer|option|choice|response|selection)(?:\s+choice)?(?:\s+(?:here|then|therefore|thus|left|remaining))?\s*"
-        r"(?:is|would\s+be|should\s+be|must\s+be|will\s+be|seems\s+to\s+be|appears\s+to\s+be|remains|=|:|-)\s*:?\s*"
-        + _ADVERB +
+        r"(?:is|(?:would|should|must|will)\s+(?:(?:likely|probably)\s+)?be|seems\s+to\s+be|appears\s+to\s+be|remains|=|:|-)"
+        r"\s*:?\s*" + _ADVERB +
         r"|\b(?:closest|best|correct|right)\s+(?:option|choice|match|fit|answer)\s+(?:is|would\s+be|here\s+is)\s*:?"
+        r"|\bthe\s+most\s+likely\s+(?:diagnosis|cause|explanation|mechanism|outcome|result|reason)\s+(?:is|would\s+be)\s*:?\s*"
+        r"|\bthe\s+(?:least|most)\s+[a-z]+\s+(?:statement|option|choice|one)\s+(?:is|would\s+be|should\s+be)\s*:?\s*"
         r"|\b(?:corresponds?|corresponding|matches|aligns?|points?)\s+(?:best\s+|most\s+closely\s+)?(?:to|with)\s+"
         r"(?:the\s+)?(?:option\s+|choice\s+|answer\s+)?"
         r"|\b(?:I(?:'ll|\s+will|\s+would|'d)?|we(?:'ll|\s+will)?|let's)\s+(?:go\s+with|choose|pick|select|opt\s+for)\s+"
@@ -63,13 +65,18 @@ _IS_CORRECT = re.compile(
     r"(?:^|(?<=[\s*(\[:,]))(?:(?i:option|choice|answer)\s+)?" + _EMPH_OPEN + r"\(?\s*" + _EMPH_OPEN
     + r"([A-J1-9])" + r"\s*(?:\*\*|\*|__|_)?\s*\)?(?:\*\*|\*|__|_)?\s+"
     r"(?i:is|would\s+be|seems(?:\s+to\s+be)?|appears(?:\s+to\s+be)?|remains|seems\s+to\s+fit|fits|makes)\s+(?i:the\s+)?"
-    r"(?i:(?:most\s+|more\s+)?(?:correct|right|best|accurate|appropriate|plausible|reasonable|true|answer|fit|sense)|best)\b")
+    r"(?i:(?:most\s+|more\s+)?(?:correct|right|best|accurate|appropriate|plausible|reasonable|true|answer|fit|sense)|best"
+    r"|least\s+(?:consistent|likely|supported|plausible|accurate|appropriate))\b")
+#: "(A) seems to fit.", "(A) illegal and unethical seems to fit." (the option's text blanked, see _blank_option_texts)
+_FITS = re.compile(r"(?:^|(?<=[\s*(\[:,]))(?:(?i:option|choice)\s+)?" + _EMPH_OPEN + r"\(?\s*([A-J1-9])\s*\)?"
+                   r"(?:\*\*|\*|__|_)?\s+(?i:seems\s+to\s+fit|fits)(?:\s+(?i:best|here))?\s*[.!]")
 #: "making option A the best choice", "which makes B the correct answer", "That would make (D) the answer",
 #: "leading to (D)."
-_MAKES = re.compile(r"\b(?i:making|makes|make|leading\s+to|leads\s+to)\s+(?i:option\s+|choice\s+)?" + _EMPH_OPEN
+_MAKES = re.compile(r"\b(?i:making|makes|make|leading\s+to|leads\s+to)\s+(?i:the\s+answer\s+|option\s+|choice\s+)?"
+                    + _EMPH_OPEN
                     + r"\(?\s*([A-J1-9])\s*\)?(?:\*\*|\*|__|_)?"
                     r"(?=\s+(?i:the\s+(?:(?:most|only)\s+)?(?:best|correct|right|accurate|answer|appropriate|likely))"
-                    r"|\s*[.!]\s*$|\s*[.!]\s)")
+                    r"|\s+rather\s+than\b|\s*[.!]\s*$|\s*[.!]\s)")
 _OPTION_WORD = re.compile(r"\b(?i:option|choice)\s+" + _EMPH_OPEN + r"\(?\s*([A-J1-9])\s*\)?(?:\*\*|\*|__|_)?"
                           + _KEY_END + r"(?=\s*(?:is|would|seems|fits|matches|describes|best|\.|$|,|:|\)))")
 _EMPH_LINE = re.compile(
@@ -107,11 +114,43 @@ def _option_text_key(text: str, choices: Sequence[tuple[str, str]], keys: Sequen
     norm = [(k, re.sub(r"\s+", " ", t.strip().rstrip(".")).lower()) for k, t in choices if t and t.strip()]
     for m in re.finditer(r"(?i:" + _CUE + r")\s*", text):
         rest = re.sub(r"[*_$]", "", text[m.end():m.end() + 300]).lstrip(" :\n\"'").lower()
-        rest = re.sub(r"\s+", " ", rest)
+        rest = re.sub(r"^the\s+", "", re.sub(r"\s+", " ", rest))  # "the answer should be the ukulele"
         hits = {k for k, t in norm if rest.startswith(t) and not rest[len(t):len(t) + 1].isalnum()}
         if len(hits) == 1:
             found.append((m.start(), hits.pop()))
+    low = re.sub(r"[*_$]", " ", text).lower()
+    for k, t in norm:  # the text as the predicate closing a clause: "the emblem is the American flag."
+        if len(t) < 4:
+            continue
+        for m in re.finditer(_PREDICATE + re.escape(t) + r"(?=\s*(?:[.,;!]|because\b|since\b|as\s+it\b|$))", low):
+            pos = m.end() - len(t)
+            if not any(k2 != k and t in t2 and low.startswith(t2, pos - (t2.index(t) if t in t2 else 0))
+                       for k2, t2 in norm):
+                found.append((m.start(), k))
+    for k, t in norm:  # the text first: "Quakers would be the best answer", "ethical is the correct choice"
+        for m in re.finditer(r"(?<![a-z0-9])" + re.escape(t) + _TEXT_FIRST, low):
+            others = {k2 for k2, t2 in norm if k2 != k and t2 != t and t in t2
+                      and low.rfind(t2, 0, m.start() + len(t2)) >= max(0, m.start() - len(t2))}
+            if not others:  # never the tail of a longer option ("a multiple approach-avoidance conflict")
+                found.append((m.start(), k))
     return found
+
+
+_PREDICATE = (r"\b(?:is|would\s+(?:likely\s+|probably\s+)?be|should\s+be|is\s+(?:likely|probably)|"
+              r"is\s+best\s+described\s+as)\s+(?:the\s+|an?\s+)?(?=[a-z0-9])")
+_TEXT_FIRST = (r"\s+(?:would\s+be|is|seems\s+to\s+be)\s+(?:the\s+)?(?:best|correct|right|most\s+[a-z]+)\s+"
+               r"(?:answer|choice|option|fit)\b")
+
+
+def _blank_option_texts(text: str, choices: Sequence[tuple[str, str]]) -> str:
+    """``text`` with each option's own text, where it follows its key ("(A) illegal and unethical"), replaced by
+    spaces of the same length: "(A) illegal and unethical seems to fit" then reads as "(A) seems to fit"."""
+    for k, t in choices:
+        t = (t or "").strip().rstrip(".")
+        if t:
+            text = re.sub(r"(\(?" + re.escape(str(k)) + r"\)?[:.]?\s+)(" + re.escape(t) + r")(?![A-Za-z0-9])",
+                          lambda m: m.group(1) + " " * len(m.group(2)), text, flags=re.IGNORECASE)
+    return text
 
 
 def parse_choice_answer(text: str, choices: Sequence[tuple[str, str]] | None = None, *, default_keys: str = "ABCDE"
@@ -144,9 +183,10 @@ def parse_choice_answer(text: str, choices: Sequence[tuple[str, str]] | None = N
 
     for m in _BOXED.finditer(tail):
         add(m.start(), m.group(1))
-    for rx in (_CUED, _IS_CORRECT, _OPTION_WORD, _MAKES):
-        for m in rx.finditer(tail):
-            if _committed(tail, m.start(), m.end(), clause=rx is _MAKES):
+    blanked = _blank_option_texts(tail, choices) if choices else tail
+    for rx in (_CUED, _IS_CORRECT, _OPTION_WORD, _MAKES, _FITS):
+        for m in rx.finditer(blanked):
+            if _committed(blanked, m.start(), m.end(), clause=rx is _MAKES):
                 add(m.start(), m.group(1), m)
     if choices:
         for pos, key in _option_text_key(tail, choices, keys):
