@@ -147,3 +147,17 @@ def test_an_expression_cut_short_has_no_value():
     assert parse_answer("so x = \\sqrt{", "math") is None
     assert parse_answer("so $x = \\frac{1}{2}$", "math") == "\\frac{1}{2}"
     assert parse_answer("so $\\boxed{\\{1, 2\\}}$", "math") == "\\left\\{1, 2\\right\\}"  # set braces: escaped
+
+
+def test_a_megabyte_answer_with_option_texts_is_labelled_in_bounded_time():
+    """Bad input (issue 33): the option-text readings added here scan only the final tail of a text, so an
+    answer of megabytes, even one that repeats an option's text, gets its label (or null) in bounded time."""
+    import time
+
+    choices = (("A", "ethical"), ("B", "unethical"), ("C", "legal and ethical"), ("D", "the American flag"))
+    long = ("it is ethical, it is unethical, (C) legal and ethical seems " * 40_000) + "\nSo the answer is the American flag."
+    assert len(long) > 2_000_000
+    t0 = time.perf_counter()
+    assert parse_answer(long, "choice", choices=choices) == "D"
+    assert parse_answer("x" * 3_000_000, "choice", choices=choices) is None
+    assert time.perf_counter() - t0 < 5
