@@ -119,38 +119,68 @@ def _option_text_key(text: str, choices: Sequence[tuple[str, str]], keys: Sequen
         if len(hits) == 1:
             found.append((m.start(), hits.pop()))
     low = re.sub(r"[*_$]", " ", text).lower()
-    for k, t in norm:  # the text as the predicate closing a clause: "the emblem is the American flag."
-        if len(t) < 4:
-            continue
-        for m in re.finditer(_PREDICATE + re.escape(t) + r"(?=\s*(?:[.,;!]|because\b|since\b|as\s+it\b|$))", low):
-            pos = m.end() - len(t)
-            if not any(k2 != k and t in t2 and low.startswith(t2, pos - (t2.index(t) if t in t2 else 0))
-                       for k2, t2 in norm):
-                found.append((m.start(), k))
-    for k, t in norm:  # the text first: "Quakers would be the best answer", "ethical is the correct choice"
-        for m in re.finditer(r"(?<![a-z0-9])" + re.escape(t) + _TEXT_FIRST, low):
-            others = {k2 for k2, t2 in norm if k2 != k and t2 != t and t in t2
-                      and low.rfind(t2, 0, m.start() + len(t2)) >= max(0, m.start() - len(t2))}
-            if not others:  # never the tail of a longer option ("a multiple approach-avoidance conflict")
-                found.append((m.start(), k))
+    for k, t in norm:
+        for pos in _occurrences(low, t):
+            # the text as the predicate closing a clause: "the emblem is the American flag."
+            before = _PREDICATE_BEFORE.search(low, max(0, pos - 40), pos) if len(t) >= 4 else None
+            if before and _CLAUSE_END.match(low, pos + len(t)) and not _inside_longer(low, pos, k, t, norm):
+                found.append((before.start(), k))
+            # the text first: "Quakers would be the best answer", "ethical is the correct choice"
+            if (pos == 0 or not low[pos - 1].isalnum()) and _TEXT_FIRST.match(low, pos + len(t)) \
+                    and not _inside_longer(low, pos, k, t, norm):
+                found.append((pos, k))
     return found
 
 
-_PREDICATE = (r"\b(?:is|would\s+(?:likely\s+|probably\s+)?be|should\s+be|is\s+(?:likely|probably)|"
-              r"is\s+best\s+described\s+as)\s+(?:the\s+|an?\s+)?(?=[a-z0-9])")
-_TEXT_FIRST = (r"\s+(?:would\s+be|is|seems\s+to\s+be)\s+(?:the\s+)?(?:best|correct|right|most\s+[a-z]+)\s+"
-               r"(?:answer|choice|option|fit)\b")
+def _occurrences(text: str, sub: str):
+    """Every start of ``sub`` in ``text`` (plain search: an option's text is not a pattern)."""
+    pos = text.find(sub)
+    while pos >= 0:
+        yield pos
+        pos = text.find(sub, pos + 1)
+
+
+def _inside_longer(text: str, pos: int, key: str, t: str, norm) -> bool:
+    """Whether the option text ``t`` at ``pos`` is part of another, longer option's text there ("an
+    approach-avoidance conflict" inside "a multiple approach-avoidance conflict")."""
+    for k2, t2 in norm:
+        if k2 != key and t2 != t and t in t2:
+            i = t2.find(t)
+            while i >= 0:
+                if text.startswith(t2, pos - i):
+                    return True
+                i = t2.find(t, i + 1)
+    return False
+
+
+_PREDICATE_BEFORE = re.compile(r"\b(?:is|would\s+(?:likely\s+|probably\s+)?be|should\s+be|is\s+(?:likely|probably)|"
+                               r"is\s+best\s+described\s+as)\s+(?:the\s+|an?\s+)?$")
+_CLAUSE_END = re.compile(r"\s*(?:[.,;!]|because\b|since\b|as\s+it\b|$)")
+_TEXT_FIRST = re.compile(r"\s+(?:would\s+be|is|seems\s+to\s+be)\s+(?:the\s+)?(?:best|correct|right|most\s+[a-z]+)\s+"
+                         r"(?:answer|choice|option|fit)\b")
+_KEY_BEFORE_TEXT = re.compile(r"\(?([A-J1-9])\)?[:.]?\s+$", re.IGNORECASE)
 
 
 def _blank_option_texts(text: str, choices: Sequence[tuple[str, str]]) -> str:
     """``text`` with each option's own text, where it follows its key ("(A) illegal and unethical"), replaced by
     spaces of the same length: "(A) illegal and unethical seems to fit" then reads as "(A) seems to fit"."""
+    low = text.lower()
+    spans = []
     for k, t in choices:
-        t = (t or "").strip().rstrip(".")
-        if t:
-            text = re.sub(r"(\(?" + re.escape(str(k)) + r"\)?[:.]?\s+)(" + re.escape(t) + r")(?![A-Za-z0-9])",
-                          lambda m: m.group(1) + " " * len(m.group(2)), text, flags=re.IGNORECASE)
-    return text
+        t = (t or "").strip().rstrip(".").lower()
+        if not t:
+            continue
+        for pos in _occurrences(low, t):
+            key = _KEY_BEFORE_TEXT.search(low, max(0, pos - 8), pos)
+            end = pos + len(t)
+            if key and key.group(1).upper() == str(k).upper() and not (end < len(low) and low[end].isalnum()):
+                spans.append((pos, end))
+    if not spans:
+        return text
+    chars = list(text)
+    for start, end in spans:
+        chars[start:end] = " " * (end - start)
+    return "".join(chars)
 
 
 def parse_choice_answer(text: str, choices: Sequence[tuple[str, str]] | None = None, *, default_keys: str = "ABCDE"
