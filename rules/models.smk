@@ -18,6 +18,7 @@
 # HUB_MODELS, LOCKED_MODELS, HUB_DATASETS, model_manifest and the parse-time checks are in rules/common.smk.
 
 from thinkprobe.generate.lock import stale_pin as _stale_pin
+from thinkprobe.generate.questions import dataset_keys as _dataset_keys
 
 # No `code` param: a manifest describes the shared cache, not an output of our code, and re-fetching after a
 # code edit would rerun the fetch of every model. With no hub model the rule matches no file.
@@ -70,7 +71,7 @@ rule fetch_dataset:
     params:
         # what names the data (not limit/offset/ids, which select from it: changing them fetches nothing)
         spec=lambda w: {k: v for k, v in config["question_sets"][w.question_set].items()
-                        if k in ("source", "hub_id", "revision", "config", "subset", "split", "math_type")},
+                        if k in _dataset_keys()},
         lock=str(LOCK_FILE),
         relock=RELOCK,
         pin=lambda w: _stale_pin(config["question_sets"][w.question_set].get("locked_commit"),

@@ -31,3 +31,46 @@ def row_text(row: dict, corpus: Path) -> str:
 def row_choices(row: dict):
     """The item's option keys (texts unknown to the fixture), or None."""
     return tuple((k, "") for k in row["choices"]) if row.get("choices") else None
+
+
+# ------------------------------------------------------------------ the held-out set (issue 33, second part)
+
+HELD_OUT = Path(__file__).resolve().parent / "data" / "answer_labels_heldout.jsonl"
+
+
+def held_out_rows() -> list[dict]:
+    """The held-out labelled set (tests/data/answer_labels_heldout.jsonl): real answers the extractor was not
+    built on (none is in :data:`FIXTURE`), each read and labelled by hand before the extractor was measured
+    on it. A row: ``source`` (corpus file), ``record``, ``model``, ``task``, ``form`` (how the answer is
+    stated), ``text`` (stored, MIT-licensed thought-branches) or None with ``tail_chars`` (read from the
+    corpus: the thinking-llms-interp run has no license file), ``stated`` (the answer as the reader reads it:
+    a letter, a number or fraction as written; None: the text states no answer), ``plain`` (False: the
+    reader infers the choice from a paraphrase of an option, no letter and no option text), ``choices``
+    (``[[key, text], ...]``, or None) and ``gold`` (the dataset's answer, where known)."""
+    return [json.loads(line) for line in HELD_OUT.read_text(encoding="utf-8").splitlines() if line.strip()]
+
+
+def held_out_text(row: dict, corpus: Path) -> str:
+    """A held-out row's text: stored, or the last ``tail_chars`` of the record's answer after ``</think>``."""
+    if row["text"] is not None:
+        return row["text"]
+    records = json.loads((corpus / row["source"]).read_text(encoding="utf-8"))
+    response = records[int(row["record"].split()[0].removeprefix("row="))]["full_response"]
+    return response[response.find("</think>") + len("</think>"):].strip()[-row["tail_chars"]:]
+
+
+def held_out_choices(row: dict):
+    """The item's options with their texts (so an answer naming an option's text can be read), or None."""
+    return tuple((k, t) for k, t in row["choices"]) if row.get("choices") else None
+
+
+def held_out_expected(row: dict) -> str | None:
+    """The label of what the reader read: the letter, or the task's canonical label of the stated value
+    (``3/8`` and ``\\frac{3}{8}`` share one label)."""
+    from thinkprobe.trajectories.parsing import parse_answer
+
+    if row["stated"] is None or row["task"] == "choice":
+        return row["stated"]
+    label = parse_answer(row["stated"], row["task"])
+    assert label is not None, f"{row['record']}: the stated value {row['stated']!r} has no label"
+    return label

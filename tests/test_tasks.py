@@ -45,27 +45,72 @@ def test_every_task_file_is_imported_by_name():
     assert named == files
 
 
+def _worked_example_file() -> str:
+    """The task file of docs/adding-a-task.md's worked example (the block between its ``yesno.py`` markers)."""
+    import re
+    import textwrap
+    from pathlib import Path
+
+    page = (Path(__file__).resolve().parents[1] / "docs" / "adding-a-task.md").read_text(encoding="utf-8")
+    block = re.search(r"<!-- yesno.py -->\s*```python\n(.*?)```\s*<!-- /yesno.py -->", page, re.S)
+    assert block, "docs/adding-a-task.md: no <!-- yesno.py --> block"
+    return textwrap.dedent(block.group(1))
+
+
 def test_the_worked_example_of_adding_a_task(tmp_path):
-    """docs/adding-a-task.md: a yes/no task in one file."""
+    """docs/adding-a-task.md: a yes/no task in one file (run as ``thinkprobe.tasks.yesno``), its question set
+    loaded by its own loader (a gold it cannot read excluded with the reason), its prompt, its labels and its
+    forced-answer cue from config."""
+    import json
+    import sys
+    import types
+
     from thinkprobe.generate.prompts import format_prompt
-    from thinkprobe.generate.records import Question
+    from thinkprobe.generate.questions import read_question_set, source_names
+    from thinkprobe.trajectories.forced import forced_answer_text, forced_suffix_text
+    from thinkprobe.trajectories.sampling import SamplingConfig
 
-    def extract(text, strict, choices):
-        import re
-        hits = re.findall(r"\b(?:answer is|Answer:)\s*\**\s*(yes|no)\b", text, re.IGNORECASE)
-        return hits[-1].lower() if hits else None
-
-    task = tasks.register(tasks.Task(name="yesno", answer_format="Answer yes or no, in the form: The answer is X.",
-                                     cot_final="answer yes or no, in the form: The answer is X.",
-                                     trace_tokens=800, source="open", extract=extract))
+    module = types.ModuleType("thinkprobe.tasks.yesno")
+    module.__package__ = "thinkprobe.tasks"
+    exec(compile(_worked_example_file(), "thinkprobe/tasks/yesno.py", "exec"), module.__dict__)
+    sys.modules[module.__name__] = module
+    task = tasks.register(module.TASK)
     try:
-        assert "yesno" in tasks.names() and "yesno" in tasks.answer_names()
-        assert parse_answer("Hmm. The answer is No.", "yesno") == "no"
-        q = Question("yn-1", "yn", "yesno", "Is ice cold?")
-        assert format_prompt(q, "native").endswith("The answer is X.")
+        assert "yesno" in tasks.names() and "yesno" in tasks.answer_names() and "yesno" in source_names()
         assert tasks.token_priors()["yesno"] == 800
+        path = tmp_path / "yesno.jsonl"
+        path.write_text(json.dumps({"id": "1", "question": "Is ice cold?", "answer": "Yes"}) + "\n"
+                        + json.dumps({"id": "2", "question": "Is fire cold?", "answer": "maybe"}) + "\n")
+        qs = read_question_set({"name": "yn", "source": "yesno", "path": str(path)})
+        (q,) = qs.questions
+        assert (q.id, q.task, q.gold, q.question_set) == ("yesno-1", "yesno", "yes", "yn")
+        (skipped,) = qs.skipped
+        assert skipped.line == 2 and skipped.reason == "gold 'maybe' is not yes or no"
+        assert [x.id for x in read_question_set({"source": "yesno", "path": str(path), "ids": ["1"]}).questions] \
+            == ["yesno-1"]  # the id prefix may be left out
+        assert format_prompt(q, "native").endswith("The answer is X.")
+        assert parse_answer("Hmm. The answer is No.", "yesno") == "no"
+        cfg = SamplingConfig.from_config({"forced": {"answer_cues": {"yesno": "\nTherefore, the answer is "}}})
+        assert forced_suffix_text("yesno", native=True, cues=cfg.answer_cues) == \
+            "\n</think>\n\nTherefore, the answer is "
+        assert parse_answer(forced_answer_text("yesno", " yes.", cfg.answer_cues), "yesno") == "yes"
     finally:
         tasks._REGISTRY.pop(task.name)
+        sys.modules.pop(module.__name__, None)
+
+
+def test_every_task_option_is_a_question_set_key_of_the_schema():
+    """A task's loader options (``Task.options``, MATH's ``math_type``) are question-set spec keys of the
+    schema, and the spec keys that name a hub dataset's data include them (rule fetch_dataset)."""
+    from pathlib import Path
+
+    from thinkprobe.generate.questions import dataset_keys, source_names, task_options
+
+    schema = load_schema(Path(__file__).resolve().parents[1] / "config" / "schema.yaml")
+    spec = schema["properties"]["question_sets"]["additionalProperties"]["properties"]
+    assert spec["source"]["enum"] == source_names() == ["builtin", *tasks.names()]
+    assert set(task_options()) <= set(spec) and set(task_options()) <= set(dataset_keys())
+    assert task_options() == {"math_type": "Algebra"}
 
 
 _EDIT = r'''

@@ -11,7 +11,7 @@ A question set is chosen in config by a *spec* (a mapping), read by :func:`load_
     {name: gsm8k, source: gsm8k, hub_id: openai/gsm8k, config: main, split: test}   # a dataset by hub id
 
 Keys: ``name`` (the question set's name in the unit paths; defaults to ``source``), ``source``
-(:data:`SOURCES`), ``path`` (required for every source but ``builtin``; relative to ``base``), ``offset`` and
+(:func:`source_names`), ``path`` (required for every source but ``builtin``; relative to ``base``), ``offset`` and
 ``limit`` (a window over the file's order, applied after ``ids``), ``ids`` (keep only these question ids, in
 file order; a bare source id such as ``chal-1`` also matches ``svamp-chal-1``), ``math_type`` (``source:
 math`` only; ``null`` keeps every type). ``description`` and ``prompt_variant`` are accepted and left to the
@@ -25,32 +25,17 @@ network: rule ``fetch_dataset`` fills the cache (:mod:`thinkprobe.generate.datas
 JSON records go through the same loaders as a file's, with the hub's field layouts too (ARC's ``choices``
 as ``{text: [...], label: [...]}``).
 
-Gold answers (the contract the answer parser relies on: the canonical raw gold string)
-    * GSM8K (``test.jsonl``): the text after the last ``####`` of ``answer``, stripped, commas removed.
-    * SVAMP (``SVAMP.json``, a JSON array): text = ``Body`` + " " + ``Question``; gold = ``Answer`` written as
-      a number without a trailing ``.0`` (``51.0`` -> ``"51"``, ``0.5`` -> ``"0.5"``).
-    * MATH (the harness's ``test.jsonl`` with ``type``, or ``DERIVED_algebra_test.jsonl``): the records whose
-      ``type`` is ``math_type`` (default ``"Algebra"``: 1,187 of the 5,000 test problems); gold = the content
-      of the LAST ``\\boxed{...}`` (or ``\\fbox{...}``, or ``\\boxed 5``) of ``solution``, nested braces
-      balanced.
-    * ARC: the skywork format (a JSON array of ``{id, question, answer, A..E, label}``) and the AllenAI
-      schema (JSONL of ``{id, question: {stem, choices: [{text, label}]}, answerKey}``) and the hub's
-      (``allenai/ai2_arc``: ``{id, question, choices: {text: [...], label: [...]}, answerKey}``). Digit labels 1-5
-      (about 2% of ARC items) are mapped to A-E, in the choices and in the gold letter alike. The choices are
-      kept as ``((label, text), ...)``.
-
-Question ids (stable: the same file gives the same ids on every load, whatever ``limit``/``offset`` select)
-    * builtin / open: the file's ``id`` (``<domain-slug>-NN`` for the builtin set).
-    * SVAMP: ``svamp-<ID>`` (the dataset's own id, e.g. ``svamp-chal-1``); ARC: ``arc-<id>`` (ARC's own id).
-    * MATH: ``math-<idx>`` from the harness's ``idx`` field (its index into the fixed 5,000-problem MATH
-      test split; the derived algebra file keeps the same ``idx``, so both files give the same ids); a record
-      without ``idx`` (the hub's copies of MATH have none) gets ``math-h<content hash>``.
-    * GSM8K has no ids of its own: ``gsm8k-<first 10 hex of sha256(question)>``, a content hash, so an id
-      survives reordering or a new version of the file; two records with the same question text would be
-      disambiguated by ``-2``, ``-3`` in file order (none in the public test split).
+Gold answers and question ids (the contract the answer parser relies on: the canonical raw gold string; ids
+stable: the same file gives the same ids on every load, whatever ``limit``/``offset`` select) are the task's:
+each task file of :mod:`thinkprobe.tasks` holds its records' loader (``Task.read``) and says, in its docstring,
+which fields it reads, how the gold is read and how ids are made (``thinkprobe/tasks/gsm8k.py``, ``svamp.py``,
+``math.py``, ``arc.py``, ``choice.py``, ``open.py``). A source is a task's name (its loader), or ``builtin``:
+the ``open`` loader on the packaged file. A spec key that a task declares (``Task.options``, e.g. MATH's
+``math_type``) is read by that task's loader only.
 
 Bad records never stop a load: a record that is not JSON, not an object, or lacks a field (a GSM8K answer
-without ``####``, a MATH solution without ``\\boxed``, an ARC gold letter that is none of its choices) is
+without ``####``, a MATH solution without ``\\boxed``, an ARC gold letter that is none of its choices, a choice
+list with a repeated or missing letter) is
 skipped with a :class:`Skipped` entry naming the file, the line (a Parquet file's row) and the reason (logged
 as a warning; the full list is returned by :func:`read_question_set`, and the workflow puts each in the
 exclusions table, stage ``questions``). A missing file, an unknown source, a malformed spec or a file none of
@@ -64,13 +49,15 @@ Prompt variants (:data:`~thinkprobe.generate.prompts.PROMPT_VARIANTS`, chosen by
 
 from __future__ import annotations
 
-import hashlib
 import logging
 from importlib import resources
 from pathlib import Path
 from typing import Any, Callable, Iterator, Mapping
 
-from ..answers import digit_key, last_boxed  # noqa: F401 - last_boxed: the gold reader, re-exported
+from .. import tasks
+from ..answers import last_boxed  # noqa: F401 - the gold reader of MATH, re-exported
+from ..tasks.gsm8k import gsm8k_gold  # noqa: F401 - re-exported
+from ..tasks.svamp import number_string  # noqa: F401 - re-exported
 from .datasets import hub_records
 from .prompts import ANSWER_FORMATS, PROMPT_VARIANTS, format_prompt, question_text  # noqa: F401 - re-exported
 from .records import (Question, QuestionSet, QuestionSetError, Records, Skipped, _BadRecord,  # noqa: F401 - re-exported
@@ -78,61 +65,31 @@ from .records import (Question, QuestionSet, QuestionSetError, Records, Skipped,
 
 log = logging.getLogger("thinkprobe")
 
-from ..tasks import names as _task_names
-
-TASKS = tuple(_task_names())  # every question's task: the registry's (thinkprobe.tasks)
-SOURCES = ("builtin", "open", "gsm8k", "svamp", "math", "arc", "choice")  # choice: any lettered set, ARC's fields
+TASKS = tuple(tasks.names())  # every question's task: the registry's (thinkprobe.tasks)
+BUILTIN = "builtin"  # the open task's loader on the packaged file
 BUILTIN_FILE = "open200.jsonl"
-_SPEC_KEYS = {"name", "source", "path", "limit", "offset", "ids", "math_type", "description", "prompt_variant",
+_SPEC_KEYS = {"name", "source", "path", "limit", "offset", "ids", "description", "prompt_variant",
               "hub_id", "revision", "config", "subset", "split",
               "dataset_cache", "locked_commit"}  # the last two: filled in by datasets.prepare, never by a user
+#: the keys that name a hub dataset's data (rule fetch_dataset; not limit/offset/ids, which select from it)
+_DATASET_KEYS = ("source", "hub_id", "revision", "config", "subset", "split")
 
 
-def _field(rec: Mapping[str, Any], key: str, kind: type = str) -> Any:
-    if key not in rec:
-        raise _BadRecord(f"missing field {key!r}")
-    value = rec[key]
-    if not isinstance(value, kind) or isinstance(value, bool):
-        raise _BadRecord(f"field {key!r} is {type(value).__name__}, expected {kind.__name__}")
-    if kind is str and not value.strip():
-        raise _BadRecord(f"field {key!r} is empty")
-    return value
+def source_names() -> list[str]:
+    """Every question source: ``builtin`` and each task (the schema's enum of ``question_sets.<name>.source``)."""
+    return [BUILTIN, *tasks.names()]
 
 
-# ------------------------------------------------------------------------------------------ gold answers
+
+def task_options() -> dict[str, object]:
+    """Every spec key a task declares (``Task.options``) with its default."""
+    return {k: v for name in tasks.names() for k, v in tasks.get(name).options.items()}
 
 
-def gsm8k_gold(answer: str) -> str:
-    """The number after the last ``####`` of a GSM8K answer, stripped, with commas removed.
-
-    >>> gsm8k_gold("She makes 9 * 2 = $18.\\n#### 1,018")
-    '1018'
-    """
-    if "####" not in answer:
-        raise _BadRecord("answer has no '####' line")
-    gold = answer.rsplit("####", 1)[1].strip().replace(",", "")
-    if not gold:
-        raise _BadRecord("nothing after '####'")
-    return gold
-
-
-def number_string(value: float | int | str) -> str:
-    """A number written without a trailing ``.0`` (SVAMP's ``Answer``).
-
-    >>> number_string(51.0), number_string(0.5), number_string("12.0"), number_string(-3)
-    ('51', '0.5', '12', '-3')
-    """
-    if isinstance(value, bool):
-        raise _BadRecord(f"answer {value!r} is not a number")
-    try:
-        x = float(value)
-    except (TypeError, ValueError):
-        raise _BadRecord(f"answer {value!r} is not a number") from None
-    if x != x or x in (float("inf"), float("-inf")):
-        raise _BadRecord(f"answer {value!r} is not a finite number")
-    if x.is_integer():
-        return str(int(x))
-    return repr(x)
+def dataset_keys() -> tuple[str, ...]:
+    """The spec keys that name a hub dataset's data: the fixed ones and every task option (rule
+    ``fetch_dataset``'s params: changing one fetches again)."""
+    return _DATASET_KEYS + tuple(task_options())
 
 
 # -------------------------------------------------------------------------------------------- loaders
@@ -156,124 +113,16 @@ def _load_with(records: Records, build: Callable[[dict], Question | None]
             yield where, line, question
 
 
-def _load_open(records: Records, name: str) -> Iterator[tuple[str, int, Question | _BadRecord]]:
-    def build(rec: dict) -> Question:
-        qid = _field(rec, "id")
-        domain = rec.get("domain")
-        if domain is not None and not isinstance(domain, str):
-            raise _BadRecord("field 'domain' is not a string")
-        return Question(qid, name, "open", _field(rec, "text"), domain or None)
+def _load_task(records: Records, name: str, task: "tasks.Task", options: Mapping[str, Any]
+               ) -> Iterator[tuple[str, int, Question | _BadRecord]]:
+    """The records through the task's own loader (``Task.read``), each a :class:`Question` of the task."""
+    read = task.read(options)
 
-    return _load_with(records, build)
-
-
-def _load_gsm8k(records: Records, name: str) -> Iterator[tuple[str, int, Question | _BadRecord]]:
-    seen: dict[str, int] = {}
-
-    def build(rec: dict) -> Question:
-        text = _field(rec, "question")
-        gold = gsm8k_gold(_field(rec, "answer"))
-        base = "gsm8k-" + hashlib.sha256(text.encode("utf-8")).hexdigest()[:10]
-        seen[base] = seen.get(base, 0) + 1
-        qid = base if seen[base] == 1 else f"{base}-{seen[base]}"
-        return Question(qid, name, "gsm8k", text.strip(), gold=gold)
-
-    return _load_with(records, build)
-
-
-def _load_svamp(records: Records, name: str) -> Iterator[tuple[str, int, Question | _BadRecord]]:
-    def build(rec: dict) -> Question:
-        sid = rec.get("ID")
-        if not isinstance(sid, (str, int)) or isinstance(sid, bool) or str(sid).strip() == "":
-            raise _BadRecord("missing field 'ID'")
-        body = _field(rec, "Body").strip()
-        question = _field(rec, "Question").strip()
-        if "Answer" not in rec:
-            raise _BadRecord("missing field 'Answer'")
-        gold = number_string(rec["Answer"])
-        if body and body[-1] not in ".!?,;:":
-            body += "."
-        return Question(f"svamp-{sid}", name, "svamp", f"{body} {question}".strip(), gold=gold)
-
-    return _load_with(records, build)
-
-
-def _load_math(records: Records, name: str, math_type: str | None) -> Iterator[tuple[str, int, Question | _BadRecord]]:
     def build(rec: dict) -> Question | None:
-        if math_type is not None and rec.get("type", rec.get("subject")) != math_type:
+        item = read(rec)
+        if item is None:
             return None
-        problem = _field(rec, "problem")
-        gold = last_boxed(_field(rec, "solution"))
-        if gold is None or not gold.strip():
-            raise _BadRecord("solution has no \\boxed{...} answer")
-        idx = rec.get("idx")
-        if isinstance(idx, int) and not isinstance(idx, bool):
-            qid = f"math-{idx}"
-        else:
-            qid = "math-h" + hashlib.sha256(problem.encode("utf-8")).hexdigest()[:10]
-        return Question(qid, name, "math", problem.strip(), gold=gold.strip())
-
-    return _load_with(records, build)
-
-
-def _arc_label(label: Any) -> str:
-    return digit_key(str(label))
-
-
-def _arc_record(rec: Mapping[str, Any]) -> tuple[str, str, str, tuple[tuple[str, str], ...]]:
-    """(source id, stem, gold letter, choices) from a skywork, AllenAI or hub (ai2_arc) ARC record."""
-    rid = _field(rec, "id")
-    q = rec.get("question")
-    if isinstance(q, dict):
-        stem = _field(q, "stem")
-        raw = q.get("choices")
-        if not isinstance(raw, list) or not raw:
-            raise _BadRecord("question has no 'choices' list")
-        choices = []
-        for c in raw:
-            if not isinstance(c, dict) or "label" not in c or not isinstance(c.get("text"), str):
-                raise _BadRecord("a choice lacks 'label' or 'text'")
-            choices.append((_arc_label(c["label"]), c["text"].strip()))
-        key = rec.get("answerKey")
-    elif isinstance(rec.get("choices"), dict):  # the hub's ai2_arc: choices = {text: [...], label: [...]}
-        stem = _field(rec, "question")
-        texts, labels = rec["choices"].get("text"), rec["choices"].get("label")
-        if not isinstance(texts, list) or not isinstance(labels, list) or not texts or len(texts) != len(labels):
-            raise _BadRecord("'choices' needs lists 'text' and 'label' of the same length")
-        if not all(isinstance(t, str) for t in texts):
-            raise _BadRecord("a choice text is not a string")
-        choices = [(_arc_label(lab), t.strip()) for lab, t in zip(labels, texts)]
-        key = rec.get("answerKey")
-    else:
-        stem = _field(rec, "question")
-        labels = rec.get("label")
-        if not isinstance(labels, list) or not labels:
-            raise _BadRecord("missing 'label' list of choice keys")
-        choices = []
-        for lab in labels:
-            text = rec.get(str(lab))
-            if not isinstance(text, str):
-                raise _BadRecord(f"choice {lab!r} has no text")
-            choices.append((_arc_label(lab), text.strip()))
-        key = rec.get("answer")
-    if not isinstance(key, (str, int)) or isinstance(key, bool) or str(key).strip() == "":
-        raise _BadRecord("missing gold answer key")
-    gold = _arc_label(key)
-    letters = [lab for lab, _ in choices]
-    if len(set(letters)) != len(letters):
-        raise _BadRecord(f"duplicate choice labels {letters}")
-    if letters != list("ABCDEFGHIJ"[:len(letters)]):
-        raise _BadRecord(f"choice labels {letters} are not A, B, C, ... in order (a letter is missing or unknown)")
-    if gold not in letters:
-        raise _BadRecord(f"gold {key!r} is none of the choices {letters}")
-    return rid, stem.strip(), gold, tuple(choices)
-
-
-def _load_arc(records: Records, name: str, task: str = "arc") -> Iterator[tuple[str, int, Question | _BadRecord]]:
-    """ARC records, or any lettered multiple-choice set in ARC's fields (``task`` ``choice``)."""
-    def build(rec: dict) -> Question:
-        rid, stem, gold, choices = _arc_record(rec)
-        return Question(f"{task}-{rid}", name, task, stem, gold=gold, choices=choices)
+        return Question(item.id, name, task.name, item.text, item.domain, item.gold, tuple(item.choices))
 
     return _load_with(records, build)
 
@@ -305,14 +154,15 @@ def read_question_set(spec: Mapping[str, Any], base: Path = Path(".")) -> Questi
     """
     if not isinstance(spec, Mapping):
         raise QuestionSetError(f"a question set spec must be a mapping, got {type(spec).__name__}")
-    source = spec.get("source", "builtin")
-    if source not in SOURCES:
+    source = spec.get("source", BUILTIN)
+    if source not in source_names():  # the registry now: a task registered after import is a source too
         raise QuestionSetError(f"question set {spec.get('name')!r}: unknown source {source!r} "
-                               f"(one of {', '.join(SOURCES)})")
-    unknown = set(spec) - _SPEC_KEYS
+                               f"(one of {', '.join(source_names())})")
+    task = tasks.get("open" if source == BUILTIN else source)
+    unknown = set(spec) - _SPEC_KEYS - set(task_options())
     if unknown:
         raise QuestionSetError(f"question set {spec.get('name')!r}: unknown key(s) {sorted(unknown)}")
-    name = str(spec.get("name") or ("open200" if source == "builtin" else source))
+    name = str(spec.get("name") or ("open200" if source == BUILTIN else source))
     offset = _check_int(spec, "offset", 0) or 0
     limit = _check_int(spec, "limit", None)
     if spec.get("hub_id"):
@@ -321,26 +171,17 @@ def read_question_set(spec: Mapping[str, Any], base: Path = Path(".")) -> Questi
                                    f"(question_sets.{name})")
         records, where = hub_records(name, spec)
     else:
-        if source == "builtin":
+        if source == BUILTIN:
             path = Path(spec["path"]) if spec.get("path") else builtin_path()
         else:
             if not spec.get("path"):
                 raise QuestionSetError(f"question set {name!r}: source {source!r} needs a 'path' (or a 'hub_id')")
             path = Path(spec["path"])
-        if not path.is_absolute() and not (source == "builtin" and not spec.get("path")):
+        if not path.is_absolute() and not (source == BUILTIN and not spec.get("path")):
             path = Path(base) / path
         records, where = file_records(path), str(path)
 
-    if source in ("builtin", "open"):
-        items = _load_open(records, name)
-    elif source == "gsm8k":
-        items = _load_gsm8k(records, name)
-    elif source == "svamp":
-        items = _load_svamp(records, name)
-    elif source == "math":
-        items = _load_math(records, name, spec.get("math_type", "Algebra"))
-    else:
-        items = _load_arc(records, name, source)
+    items = _load_task(records, name, task, {k: spec.get(k, v) for k, v in task.options.items()})
 
     questions: list[Question] = []
     skipped: list[Skipped] = []
@@ -368,7 +209,7 @@ def read_question_set(spec: Mapping[str, Any], base: Path = Path(".")) -> Questi
         if isinstance(wanted, str) or not isinstance(wanted, (list, tuple)):
             raise QuestionSetError(f"question set {name!r}: ids must be a list")
         by_id = {q.id: q for q in questions}
-        prefix = {"gsm8k": "gsm8k-", "svamp": "svamp-", "math": "math-", "arc": "arc-", "choice": "choice-"}.get(source, "")
+        prefix = task.id_prefix
         keep: set[str] = set()
         missing = []
         for w in wanted:

