@@ -62,7 +62,7 @@ def test_the_decisions_replace_rules_2_and_3_only():
 @pytest.mark.fast
 def test_the_packaged_artifact_loads_and_its_checks_name_the_problem(tmp_path):
     art = learned_typer.load_artifact()
-    assert art.coef.shape == (3, art.embedding_dim + 20) and art.classes == ("", "CRT", "MET")
+    assert art.coef.shape == (3, art.embedding_dim + 18) and art.classes == ("", "CRT", "MET")
     assert learned_typer.ARTIFACT.stat().st_size < 200_000  # shipped small
     bad = tmp_path / "a.json"
     bad.write_text(json.dumps({"format": "other"}))

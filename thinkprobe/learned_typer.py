@@ -57,7 +57,7 @@ def feature_names(dim: int) -> list[str]:
 
 
 def features(texts: list[str], boundaries: list[str], edges: list[tuple[int, int, str]], emb: np.ndarray) -> np.ndarray:
-    """One row of features per Thought Unit (module docstring), ``[n, dim + 20]``."""
+    """One row of features per Thought Unit (module docstring), ``[n, dim + 18]``."""
     n = len(texts)
     cues, hedges = load_cues(), load_hedges()
     cat = np.zeros((n, len(BOUNDARIES) + len(CUE_CLASSES) + 1 + len(STRUCTURE)))

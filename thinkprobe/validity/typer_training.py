@@ -238,6 +238,11 @@ def artifact_json(art: Artifact, provenance: dict[str, Any], record: dict[str, A
             "provenance": provenance, "training": record}
 
 
+def _defined(x: float) -> float | None:
+    """``None`` for an undefined score (NaN: no sentence of that type), as JSON has no NaN."""
+    return None if x != x else x
+
+
 def slice_scores(path: str | Path, rows: list[int], mapping: Mapping, encoder: Any) -> dict[str, Any]:
     """Both typers' scores on the records ``rows`` of ``path``, end to end through :func:`.run.validate` (the
     pipeline with ``classification.typer`` set, the packaged artifact): what the recorded-scores test reruns."""
@@ -257,5 +262,6 @@ def slice_scores(path: str | Path, rows: list[int], mapping: Mapping, encoder: A
             s = validate("step_labels", [cut_path], mapping, params, encoder, draws=1).summary
             nt = s["node_types"]
             out[typer] = {"n_compared": s["n_compared"], "n_sentences": nt["n_sentences"], "kappa": nt["kappa"],
-                          "precision": {t: nt["per_type"][t]["precision"] for t in METACOGNITIVE if t in nt["per_type"]}}
+                          "precision": {t: _defined(nt["per_type"][t]["precision"]) if t in nt["per_type"] else None
+                                        for t in METACOGNITIVE}}
     return out
