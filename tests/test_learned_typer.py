@@ -12,7 +12,6 @@ import pytest
 from thinkprobe import learned_typer
 from thinkprobe.graph import TYPERS, build_graph, classify_nodes
 from thinkprobe.params import ClassificationParams, Params, ParamsError
-from thinkprobe.segmentation import BOUNDARY_CLASSES
 from thinkprobe.validity import mapping, typer_page
 from thinkprobe.validity.typer_training import slice_scores, split_prompts
 
@@ -33,7 +32,6 @@ def test_the_typer_choices_are_the_graph_s_typers():
 
     choices = next(f for f in fields(ClassificationParams) if f.name == "typer").metadata["choices"]
     assert set(choices) == set(TYPERS) and ClassificationParams().typer == "paper"
-    assert learned_typer.BOUNDARIES == BOUNDARY_CLASSES
 
 
 @pytest.mark.fast

@@ -35,14 +35,12 @@ from pathlib import Path
 import numpy as np
 
 from .lexicon import CUE_CLASSES, load_cues, load_hedges
+from .segmentation import BOUNDARY_CLASSES as BOUNDARIES  # the final boundary classes, one-hot features
 
 CODE_DATA = ("typers/*.json",)  # the packaged artifact, read at run time (thinkprobe.codedeps)
 ARTIFACT = Path(__file__).parent / "typers" / "metacognition.json"
 FORMAT = "thinkprobe-learned-typer/1"
 CLASSES = ("", "CRT", "MET")  # "" = neither: rules 4-9 decide
-# the final boundary classes (thinkprobe.segmentation.BOUNDARY_CLASSES, kept here so that the feature layout is
-# this module's own; a test checks the two agree)
-BOUNDARIES = ("none", "branch", "meta", "convergence", "backtrack", "contrast", "support")
 STRUCTURE = ("back_out", "synt_out", "brch_in", "position", "log_chars")
 
 
