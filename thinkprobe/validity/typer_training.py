@@ -97,15 +97,17 @@ def load_items(paths: Iterable[str | Path], mapping: Mapping, params: Params, en
     excluded traces by reason. ``cache``: a folder keeping each file's graphs (keyed by the file's sha256; for
     reruns with the same analysis code and parameters only; delete it after changing either)."""
     fmt = formats.get("step_labels")
+    from collections import Counter
+
     items: list[Item] = []
-    excluded: dict[str, int] = {}
+    excluded: Counter[str] = Counter()
     for path in map(Path, paths):
         anns = []
         for a in fmt.read(path):
             if isinstance(a, AnnotatedTrace):
                 anns.append(a)
             else:
-                excluded[a.reason.split(":", 1)[0]] = excluded.get(a.reason.split(":", 1)[0], 0) + 1
+                excluded[a.reason.split(":", 1)[0]] += 1
         graphs: list[ThoughtGraph | None]
         stored = Path(cache) / f"{_cache_name(path)}.json" if cache else None
         if stored is not None and stored.is_file():
@@ -123,11 +125,11 @@ def load_items(paths: Iterable[str | Path], mapping: Mapping, params: Params, en
                 atomic_write_text(stored, json.dumps([None if g is None else g.to_node_link() for g in graphs]))
         for a, g in zip(anns, graphs):
             if g is None:
-                excluded["thinkprobe"] = excluded.get("thinkprobe", 0) + 1
+                excluded["thinkprobe"] += 1
                 continue
             items.append(Item(a.trace_id, prompt_row(a.trace_id), g, sentence_pairs(a, g, mapping)))
         log(f"{path.name}: {len(anns)} annotated traces, {sum(1 for g in graphs if g is not None)} graphs")
-    return items, excluded
+    return items, dict(excluded)
 
 
 def _fold(t: str) -> str:
