@@ -61,6 +61,7 @@ from typing import Any
 
 import numpy as np
 
+from . import learned_typer
 from .params import ClassificationParams, CrossSegmentParams, TrajectoryParams
 
 NODE_TYPES = ("HYP", "RFR", "SPC", "JUS", "CRT", "MET", "SYN", "CMP")
@@ -269,7 +270,7 @@ def cross_segment_arcs(boundaries: list[str], emb: np.ndarray, segments: list[in
 
 
 def classify_nodes(boundaries: list[str], edges: list[tuple[int, int, str]], emb: np.ndarray,
-                   params: ClassificationParams) -> list[str]:
+                   params: ClassificationParams, metacognition: list[str] | None = None) -> list[str]:
     """Node types by the paper's 9-rule priority hierarchy (§3.4, "Node classification").
 
     1. outgoing SYNT to >= 2 targets -> SYN; 2. any outgoing BACK or CRIT, or boundary class backtrack ->
@@ -282,6 +283,10 @@ def classify_nodes(boundaries: list[str], edges: list[tuple[int, int, str]], emb
     always HYP: it has no boundary before it, so no boundary class applies to it, and rules 1-2 cannot
     fire (its arcs would have to point before the trace). This makes every graph, even of one TU, satisfy
     invariant (v).
+
+    ``metacognition`` (the learned typer, ``classification.typer: learned``; :mod:`thinkprobe.learned_typer`):
+    one decision per node, ``"CRT"``, ``"MET"`` or ``""``, that takes the place of rules 2-3; every other rule
+    and the priority order stay the paper's. ``None`` (the default): the paper's rules 2-3.
     """
     n = len(boundaries)
     synt_targets: list[set[int]] = [set() for _ in range(n)]
@@ -302,10 +307,12 @@ def classify_nodes(boundaries: list[str], edges: list[tuple[int, int, str]], emb
             t = "HYP"
         elif len(synt_targets[i]) >= 2:
             t = "SYN"
-        elif back_out[i] or b == "backtrack":
+        elif metacognition is None and (back_out[i] or b == "backtrack"):
             t = "CRT"
-        elif b == "meta":
+        elif metacognition is None and b == "meta":
             t = "MET"
+        elif metacognition is not None and metacognition[i]:
+            t = metacognition[i]
         elif brch_in[i] and params.reframe_min_similarity < to_root[i] < params.reframe_max_similarity:
             t = "RFR"
         elif brch_in[i]:
@@ -320,6 +327,16 @@ def classify_nodes(boundaries: list[str], edges: list[tuple[int, int, str]], emb
             t = "SPC"
         types.append(t)
     return types
+
+
+def _paper_rules(texts, boundaries, edges, emb) -> None:
+    """The paper typer: rules 2-3 of :func:`classify_nodes` decide CRT and MET (no decisions passed)."""
+    return None
+
+
+TYPERS = {"paper": _paper_rules, "learned": learned_typer.decide}
+"""``classification.typer`` -> what decides node rules 2-3 (the choices of :class:`~thinkprobe.params.ClassificationParams`;
+a test keeps the two equal)."""
 
 
 def check_invariants(graph: ThoughtGraph) -> None:
@@ -399,7 +416,8 @@ def build_graph(texts: list[str], offsets: list[tuple[int, int]], boundaries: li
             extra, final_boundaries = cross_segment_arcs(final_boundaries, emb, segments, cross)
             edges = edges + extra
     edges = list(dict.fromkeys(edges))
-    types = classify_nodes(final_boundaries, edges, emb, classification)
+    decided = TYPERS[classification.typer](list(texts), final_boundaries, edges, emb)
+    types = classify_nodes(final_boundaries, edges, emb, classification, decided)
     graph = ThoughtGraph(list(texts), list(offsets), final_boundaries, types, segments, edges, emb,
                          list(n_tokens), attrs)
     check_invariants(graph)

@@ -95,10 +95,17 @@ class CrossSegmentParams:
 
 @dataclass(frozen=True)
 class ClassificationParams:
-    """Node classification rules 4-5 (paper §3.4): RFR when 0.25 < cos(v, v0) < 0.72."""
+    """Node classification (paper §3.4): rules 4-5, RFR when 0.25 < cos(v, v0) < 0.72, and the typer that decides rules 2-3.
+
+    The typer: the paper's rules 2-3 (default) or the learned layer (ours, :mod:`thinkprobe.learned_typer`)."""
 
     reframe_min_similarity: float = _p(0.25, **COSINE)
     reframe_max_similarity: float = _p(0.72, **COSINE)
+    typer: str = _p("paper", choices=("paper", "learned"),
+                    doc="what decides the metacognitive node types CRT and MET: paper (rules 2-3 of the paper's "
+                        "priority hierarchy, section 3.4) or learned (a logistic regression on the thought unit's "
+                        "embedding and cue features, trained on LLM step labels; docs/validity.md). Every other "
+                        "rule stays the paper's; a change reruns the graph jobs and everything after them")  # ours (issue 36)
 
 
 @dataclass(frozen=True)
@@ -158,7 +165,12 @@ class Params:
         built = {}
         for name, f in sections.items():
             built[name] = _section_from_dict(f.default_factory, data.get(name), f"{where}.{name}")
-        return cls(**built)
+        out = cls(**built)
+        if out.classification.typer == "learned" and out.encoder.model != EncoderParams().model:
+            raise ParamsError(f"{where}.classification.typer: the learned typer's coefficients are for the default "
+                              f"encoder's embeddings ({EncoderParams().model}), not {out.encoder.model!r}: use typer "
+                              "paper with this encoder, or retrain it (scripts/train_typer.py)")
+        return out
 
 
 def parameter_specs() -> dict[str, dict[str, dict[str, Any]]]:
