@@ -214,7 +214,6 @@ def answer_labels_bench(args) -> None:
     if args.held_out:
         return held_out_bench(args)
     from tests.answer_fixture import fixture_rows, row_choices, row_text
-    from thinkprobe.trajectories import parsing
     from thinkprobe.trajectories.parsing import parse_answer
 
     corpus = Path(args.corpus or os.environ.get("THINKPROBE_CORPUS") or "")
@@ -256,20 +255,27 @@ def answer_labels_bench(args) -> None:
     rows.append(("**all: agreement with gold**", f"**{agree_all / total:.3f}** of {total}"))
     rows.append(("**answers that state a final answer: labelled as stated**", f"**{stated_ok / stated:.3f}** of {stated}"))
     rows += _math_verify_held_out(corpus, parse_answer)
-    texts = [(t, task, c) for task, _, t, _, c, _ in items]
-    best = None
-    for _ in range(args.repeat):
-        parsing._parse_cached.cache_clear()
-        t0 = time.perf_counter()
-        for text, task, choices in texts:
-            parse_answer(text, task, choices=choices)
-        wall = time.perf_counter() - t0
-        best = wall if best is None else min(best, wall)
-    rows.append(("labelling throughput: answers/s (best of --repeat passes, cache cleared)",
-                 f"{len(texts) / best:.0f} ({len(texts)} answers, {best:.3f} s)"))
+    rows.append(_labelling_throughput([(t, task, c) for task, _, t, _, c, _ in items], args.repeat))
     print_table(rows)
     if args.json:
         Path(args.json).write_text(json.dumps({"rows": rows}, indent=1))
+
+
+def _labelling_throughput(texts, repeat: int) -> tuple[str, str]:
+    """The table row for labelling ``texts`` ((text, task, choices) triples): answers per second, the best of
+    ``repeat`` passes, each with the parse cache cleared so that every pass parses every answer."""
+    from thinkprobe.trajectories import parsing
+
+    best = None
+    for _ in range(repeat):
+        parsing._parse_cached.cache_clear()
+        t0 = time.perf_counter()
+        for text, task, choices in texts:
+            parsing.parse_answer(text, task, choices=choices)
+        wall = time.perf_counter() - t0
+        best = wall if best is None else min(best, wall)
+    return ("labelling throughput: answers/s (best of --repeat passes, cache cleared)",
+            f"{len(texts) / best:.0f} ({len(texts)} answers, {best:.3f} s)")
 
 
 def held_out_bench(args) -> None:
@@ -309,19 +315,8 @@ def held_out_bench(args) -> None:
     rows.append(("**plainly stated: labelled as stated (the 98% target)**", f"**{ok / len(plain):.3f}** ({ok} of {len(plain)})"))
     line("**all held-out rows**", scored)
     misses = [(r["record"], r["form"], e, g) for r, e, g in scored if g != e]
-    from thinkprobe.trajectories import parsing
-
-    texts = [(held_out_text(r, corpus), r["task"], held_out_choices(r)) for r, _, _ in scored]
-    best = None
-    for _ in range(args.repeat):
-        parsing._parse_cached.cache_clear()
-        t0 = time.perf_counter()
-        for text, task, choices in texts:
-            parse_answer(text, task, choices=choices)
-        wall = time.perf_counter() - t0
-        best = wall if best is None else min(best, wall)
-    rows.append(("labelling throughput: answers/s (best of --repeat passes, cache cleared)",
-                 f"{len(texts) / best:.0f} ({len(texts)} answers, {best:.3f} s)"))
+    rows.append(_labelling_throughput([(held_out_text(r, corpus), r["task"], held_out_choices(r))
+                                       for r, _, _ in scored], args.repeat))
     print_table(rows)
     for m in misses:
         print("not as read:", *m)

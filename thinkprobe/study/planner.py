@@ -181,18 +181,12 @@ class StudyPlan:
             out += [f"  ! {m}" for m in problems[:20]]
             if len(problems) > 20:
                 out.append(f"  ... and {len(problems) - 20} more (--json lists every job)")
-        if self.sizes:
-            out.append("")
-            items = sorted(self.sizes.items())
-            out += [f"model size, {k}: {v}" for k, v in items[:16]]
-            if len(items) > 16:
-                out.append(f"... and {len(items) - 16} more (--json lists them all)")
-        if self.sources:
-            out.append("")
-            items = sorted(self.sources.items())
-            out += [f"expected lengths, {k}: {v}" for k, v in items[:16]]
-            if len(items) > 16:
-                out.append(f"... and {len(items) - 16} more (--json lists them all)")
+        for label, found in (("model size", self.sizes), ("expected lengths", self.sources)):
+            if found:
+                items = sorted(found.items())
+                out += [""] + [f"{label}, {k}: {v}" for k, v in items[:16]]
+                if len(items) > 16:
+                    out.append(f"... and {len(items) - 16} more (--json lists them all)")
         return "\n".join(out)
 
     def as_json(self) -> dict[str, Any]:
