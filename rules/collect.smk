@@ -7,13 +7,13 @@ rule import_traces:
     output:
         unit_files("traces", "json"),
     wildcard_constraints:
-        question_set=IMPORTED_SETS,
+        question_set=PLAN.imported_pattern,
     params:
         units=unit_paths,
-        records=lambda w: DISCOVERY.shard_records(w.question_set, w.question_id),
-        require_think=ANALYSIS["input"]["require_think"],
-        max_trace_bytes=ANALYSIS["input"]["max_trace_bytes"],
-        retry=lambda w: RETRY.get((w.question_set, w.question_id), ""),  # a changed input: rerun (thinkprobe.rerun_tokens)
+        records=lambda w: PLAN.discovery.shard_records(w.question_set, w.question_id),
+        require_think=config["analysis"]["input"]["require_think"],
+        max_trace_bytes=config["analysis"]["input"]["max_trace_bytes"],
+        retry=lambda w: PLAN.retry.get((w.question_set, w.question_id), ""),  # a changed input: rerun (thinkprobe.rerun_tokens)
         code=script_code("import_traces.py"),
     log:
         "results/logs/import_traces/{question_set}/{question_id}.log",
@@ -23,7 +23,7 @@ rule import_traces:
         mem_mb=500,
         runtime=2,
     conda:
-        ENVS["cpu"]
+        PLAN.envs["cpu"]
     script:
         "../workflow/scripts/import_traces.py"
 
@@ -40,7 +40,7 @@ rule import_traces:
 # them reruns nothing.
 from thinkprobe.generate import unit_store as _unit_store
 
-if COLLECT.units:
+if PLAN.collect.units:
 
     rule collect:
         input:
@@ -48,7 +48,7 @@ if COLLECT.units:
         output:
             "results/collect/{model}/{question_set}/{cbatch}.json",
         params:
-            units=lambda w: _unit_store.batch_digest(COLLECT.batch_params(w.model, w.question_set, w.cbatch)),
+            units=lambda w: _unit_store.batch_digest(PLAN.collect.batch_params(w.model, w.question_set, w.cbatch)),
             store=lambda w: f"results/collect/{w.model}/{w.question_set}/units",
             traces="results/traces",  # where the job writes its units' trace files (thinkprobe.tracefiles)
             code=script_code("collect.py"),
@@ -68,6 +68,6 @@ if COLLECT.units:
             tasks_per_gpu=generation_tasks_per_gpu("collect"),
             chunk_prompts=collection_chunk_prompts,  # expected to finish within collection.save_every_s
         conda:
-            ENVS["gpu"]
+            PLAN.envs["gpu"]
         script:
             "../workflow/scripts/collect.py"
