@@ -3,25 +3,31 @@
 # give the same unit files (results/traces/{model}/{question_set}/{question_id}/{run}.json), so everything
 # downstream is shared.
 
+# One import job per analysis batch of an imported question set (PLAN.batches: one model's
+# resources.batch_questions questions, every run), in the batch's group component with its segment, graph and
+# metrics jobs: the DAG grows with batches, not questions. The job writes each unit's trace file itself and, last,
+# its manifest (results/batches/traces/...: its Snakemake output, which the rules reading the trace files wait for).
 rule import_traces:
     output:
-        unit_files("traces", "json"),
+        "results/batches/traces/{model}/{question_set}/{batch}.json",
     wildcard_constraints:
         question_set=PLAN.imported_pattern,
+        model="[A-Za-z0-9._-]+",
     params:
-        units=unit_paths,
-        records=lambda w: PLAN.discovery.shard_records(w.question_set, w.question_id),
+        units=batch_units,
+        records=lambda w: PLAN.import_records(w.model, w.question_set, w.batch),
         require_think=config["analysis"]["input"]["require_think"],
         max_trace_bytes=config["analysis"]["input"]["max_trace_bytes"],
-        retry=lambda w: PLAN.retry.get((w.question_set, w.question_id), ""),  # a changed input: rerun (thinkprobe.rerun_tokens)
+        # a question whose input changed after an earlier planning: its import jobs rerun (thinkprobe.rerun_tokens)
+        retry=lambda w: PLAN.retry_tokens(w.model, w.question_set, w.batch),
         code=script_code("import_traces.py"),
     log:
-        "results/logs/import_traces/{question_set}/{question_id}.log",
+        "results/logs/import_traces/{model}/{question_set}/{batch}.log",
     group:
         "analysis"
     resources:
         mem_mb=500,
-        runtime=2,
+        runtime=batch_runtime,
     conda:
         PLAN.envs["cpu"]
     script:

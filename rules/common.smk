@@ -1,6 +1,6 @@
 # The study plan and the helpers shared by every rule file.
 #
-# All parse-time work is one library call, thinkprobe.study.studyplan.study_plan: it validates the configuration
+# All parse-time work is one library call, thinkprobe.study.workflowplan.workflow_plan: it validates the configuration
 # against config/schema.yaml (defaults filled in; a bad key stops Snakemake with a message naming the key, the
 # value and what is allowed), reads the inputs once and plans the units (model x question set x question x run),
 # the analysis batches, the collected traces, the trajectory batches and every generation job. The rule files read
@@ -16,14 +16,14 @@ from snakemake.exceptions import WorkflowError
 from thinkprobe.codedeps import script_code as _script_code
 from thinkprobe.generate import jobres as _jobres
 from thinkprobe.stages import batches as _batches
-from thinkprobe.study.studyplan import StudyPlanError, study_plan
+from thinkprobe.study.workflowplan import WorkflowPlanError, workflow_plan
 from thinkprobe.units import UnitKey
 
 try:
-    PLAN = study_plan(config, ".", schema=workflow.source_path("../config/schema.yaml"),
+    PLAN = workflow_plan(config, ".", schema=workflow.source_path("../config/schema.yaml"),
                       configfiles=workflow.overwrite_configfiles or workflow.configfiles,
                       query_slurm=not workflow.remote_exec)
-except StudyPlanError as exc:
+except WorkflowPlanError as exc:
     raise WorkflowError(str(exc))
 config.clear()
 config.update(PLAN.config)  # validated, defaults filled in: what every rule's params read
@@ -58,7 +58,7 @@ _TARGETS = {}
 
 
 def add_targets(name, files):
-    """Register a rule file's targets of `rule all` (Snakefile: study_targets())."""
+    """Register targets of the default target `all` (the Snakefile asks for them through study_targets)."""
     _TARGETS[name] = list(files)
 
 
@@ -80,19 +80,6 @@ def file_sha(path):
     from thinkprobe.outputs import sha256_file
 
     return sha256_file(path) if path else ""
-
-
-def unit_files(stage, ext):
-    """The per-unit files of one question shard, model-major then run (the import job's outputs)."""
-    return [
-        f"results/{stage}/{model}/{{question_set}}/{{question_id}}/{run}.{ext}"
-        for model in PLAN.models
-        for run in PLAN.runs
-    ]
-
-
-def unit_paths(wildcards):
-    return [f"{m}/{wildcards.question_set}/{wildcards.question_id}/{r}" for m in PLAN.models for r in PLAN.runs]
 
 
 def batch_keys(wildcards):
@@ -137,13 +124,13 @@ def sections(*names):
 
 
 def trace_inputs(keys):
-    """The inputs of a job that reads the trace files of the units ``keys``; for an imported unit its trace file,
-    or the manifest of the collection job that writes a collected unit's (thinkprobe.tracefiles), marked
+    """The inputs of a job that reads the trace files of the units ``keys``: the manifest of the import job that
+    writes an imported unit's (its analysis batch), or of the collection job that writes a collected unit's
+    (thinkprobe.tracefiles), the latter marked
     ancient once those units' files exist, so that a rerun of the collection job (a run or question added to
     its batch, an edit of its code) reruns nothing downstream of the units it already wrote."""
     keys = list(keys)
-    imported = [f"results/traces/{k.path}.json" for k in keys if k.question_set not in PLAN.collected_sets]
-    return imported + [ancient(p) if done else p for p, done in PLAN.collected.inputs(keys)]
+    return PLAN.import_manifests(keys) + [ancient(p) if done else p for p, done in PLAN.collected.inputs(keys)]
 
 
 _ABSENT_PAIRS = {}
@@ -175,9 +162,7 @@ def trace_mb(keys):
 
 def all_trace_inputs():
     """trace_inputs of every unit of the study (the statistics that re-read traces)."""
-    imported = [f for qset, qid in PLAN.shards if qset not in PLAN.collected_sets
-                for f in (f"results/traces/{m}/{qset}/{qid}/{r}.json" for m in PLAN.models for r in PLAN.runs)]
-    return imported + [ancient(p) if done else p for p, done in PLAN.collected.inputs(PLAN.collect.units)]
+    return PLAN.import_manifests() + [ancient(p) if done else p for p, done in PLAN.collected.inputs(PLAN.collect.units)]
 
 
 def model_manifest(model):

@@ -15,7 +15,7 @@
 #                                                        # writes <config>.lock.yaml (models, datasets)
 #   snakemake plan                                       # results/plan/plan.txt: jobs, GPUs, tokens, GPU hours
 #
-# PLAN.hub_models, PLAN.locked_models, PLAN.hub_datasets (the study plan, thinkprobe.study.studyplan) and model_manifest
+# PLAN.hub_models, PLAN.locked_models, PLAN.hub_datasets (the study plan, thinkprobe.study.workflowplan) and model_manifest
 # (rules/common.smk).
 
 import re

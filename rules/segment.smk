@@ -6,7 +6,7 @@ from thinkprobe.stages.segment import runtime_minutes as _segment_runtime
 
 rule segment:
     input:
-        lambda w: trace_inputs(batch_keys(w)),  # trace files, or the manifests of the jobs that collect them
+        lambda w: trace_inputs(batch_keys(w)),  # the manifests of the jobs that import or collect its traces
     output:
         # each unit's segments file (results/segments/.../{run}.json) and embeddings (results/embeddings/.../{run}.npz)
         # are written by the job; the manifest lists them (thinkprobe.stages.batches)

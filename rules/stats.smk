@@ -207,7 +207,7 @@ rule stats_confound:
 
 rule stats_ablation:
     input:
-        all_trace_inputs(),  # trace files, or the manifests of the jobs that collect them (thinkprobe.tracefiles)
+        all_trace_inputs(),  # the manifests of the jobs that import or collect the traces (thinkprobe.stages.traceinputs)
     output:
         table=STATS_TABLES["ablation"],
         traces=STATS_TABLES["ablation_traces"],

@@ -8,7 +8,7 @@ from thinkprobe.trajectories import batches as _traj_batches
 
 # The trajectory batches (PLAN.trajectories) and every generation job's expected tokens and hours, so its
 # resources (PLAN.jobs; rules/common.smk: generation_resource), are planned with the study
-# (thinkprobe.study.studyplan): a protected batch to overwrite, a trajectory model not collected or a job over
+# (thinkprobe.study.workflowplan): a protected batch to overwrite, a trajectory model not collected or a job over
 # resources.max_runtime stops planning there.
 TRAJ = config["trajectories"]
 add_targets("trajectories", PLAN.trajectories.targets() if TRAJ["enabled"] else [])  # `rule all` (Snakefile)

@@ -1,13 +1,14 @@
-"""The study plan: everything the workflow works out when Snakemake parses it, in one library call.
+"""The workflow plan: everything the workflow works out when Snakemake parses it, in one library call.
 
-``rules/common.smk`` calls :func:`study_plan` once and every rule file reads the returned :class:`StudyPlan`
-explicitly (``PLAN.units``, ``PLAN.batches``, ...): the rule files are wiring, the logic is here. The call
+``rules/common.smk`` calls :func:`workflow_plan` once and every rule file reads the returned :class:`WorkflowPlan`
+explicitly (``PLAN.models``, ``PLAN.batches``, ``PLAN.collect``, ...): the rule files are wiring, the logic is here. The call
 validates the configuration (defaults filled in), checks the study's size before any list of units is built,
 reads the lock file, resolves the git inputs and the hub datasets, discovers the imported traces, joins the
 collected units, reads the rerun tokens (:mod:`thinkprobe.rerun_tokens`), plans the analysis batches
 (:mod:`thinkprobe.stages.batches`), scans which collected trace files exist, runs the study's checks, matches the
 lock against the hub models, plans the trajectory batches and estimates every generation job
-(:mod:`thinkprobe.study.planner`). Any problem raises :class:`StudyPlanError` with the message Snakemake shows.
+(:mod:`thinkprobe.study.planner`, whose ``StudyPlan`` is the resource estimate: :attr:`WorkflowPlan.jobs`). Any
+problem raises :class:`WorkflowPlanError` with the message Snakemake shows.
 
 What stays in ``rules/common.smk`` is what touches the Snakemake process itself: the validated config written
 back into Snakemake's ``config``, the environment variables every ``sbatch`` inherits (``SBATCH_NO_REQUEUE``,
@@ -25,13 +26,13 @@ from ..config import ConfigError, load_schema, validate_config
 from ..units import UnitKey
 
 
-class StudyPlanError(ValueError):
+class WorkflowPlanError(ValueError):
     """The study cannot be planned as configured; the message names the key, file or item and the fix."""
 
 
 @dataclass(frozen=True)
-class StudyPlan:
-    """What one parse of the workflow knows of the study (built by :func:`study_plan`; read-only)."""
+class WorkflowPlan:
+    """What one parse of the workflow knows of the study (built by :func:`workflow_plan`; read-only)."""
 
     config: dict[str, Any]
     """The validated configuration (defaults filled in; hub models carry their fetch manifest and cache)."""
@@ -105,14 +106,40 @@ class StudyPlan:
         return [UnitKey(model, question_set, q, r) for q in self.batches[(model, question_set, batch)]
                 for r in self.runs]
 
+    def import_records(self, model: str, question_set: str, batch: str) -> dict[str, dict[str, str] | None]:
+        """The record reference of each unit of one import job (an imported set's analysis batch): its param."""
+        prefix = f"{model}/"
+        return {unit: ref for q in self.batches[(model, question_set, batch)]
+                for unit, ref in self.discovery.shard_records(question_set, q).items() if unit.startswith(prefix)}
+
+    def retry_tokens(self, model: str, question_set: str, batch: str) -> str:
+        """The rerun tokens of the batch's questions whose input changed after an earlier planning
+        (:mod:`thinkprobe.rerun_tokens`), ``question_id:token`` joined by spaces; '' for none: an import job's
+        param, so a new token reruns exactly the import jobs of that question (one per model)."""
+        if not self.retry:
+            return ""
+        return " ".join(f"{q}:{self.retry[(question_set, q)]}" for q in self.batches[(model, question_set, batch)]
+                        if (question_set, q) in self.retry)
+
+    def import_manifests(self, keys: Sequence[UnitKey] | None = None) -> list[str]:
+        """The manifests of the import jobs (rule ``import_traces``) of the imported units ``keys`` (of every
+        imported unit when None), in the study's order: what a rule reading imported trace files waits for."""
+        from ..stages.batches import manifest
+
+        if keys is None:
+            return [manifest("traces", *b) for b in self.batches if b[1] not in self.collected_sets]
+        seen = {(k.model, k.question_set, self.batch_of(k.question_set, k.question_id)): None
+                for k in keys if k.question_set not in self.collected_sets}
+        return [manifest("traces", *b) for b in seen]
+
 
 def _fail(head: str, problems: Sequence[str]) -> None:
     if problems:
-        raise StudyPlanError(head + ":\n  - " + "\n  - ".join(problems))
+        raise WorkflowPlanError(head + ":\n  - " + "\n  - ".join(problems))
 
 
-def study_plan(config: Mapping[str, Any], workdir: str = ".", *, schema: str, configfiles: Sequence[str],
-               query_slurm: bool = True) -> StudyPlan:
+def workflow_plan(config: Mapping[str, Any], workdir: str = ".", *, schema: str, configfiles: Sequence[str],
+               query_slurm: bool = True) -> WorkflowPlan:
     """Plan the study of ``config`` (as Snakemake read it) in the working directory ``workdir``.
 
     ``schema``: config/schema.yaml; ``configfiles``: the config files given (the lock file lies beside the
@@ -135,7 +162,7 @@ def study_plan(config: Mapping[str, Any], workdir: str = ".", *, schema: str, co
     try:
         config = validate_config(dict(config), load_schema(schema))
     except ConfigError as exc:
-        raise StudyPlanError(str(exc)) from None
+        raise WorkflowPlanError(str(exc)) from None
     _fail("the study is too large to plan", study_size(config, workdir))  # before any list of units is built
 
     # data fetched by the workflow (rules/models.smk): a git input not yet cloned and a hub question set not yet in
@@ -144,7 +171,7 @@ def study_plan(config: Mapping[str, Any], workdir: str = ".", *, schema: str, co
     try:
         lock = read_lock(lock_file)
     except LockError as exc:
-        raise StudyPlanError(str(exc)) from None
+        raise WorkflowPlanError(str(exc)) from None
     relock = relock_requested(config["relock"])  # --config relock=true: move the lock's commits on purpose
     corpus_cache = _corpus_cache(config["resources"]["corpus_cache"])
     inputs, corpus_pending, problems = resolve_inputs(config["inputs"], corpus_cache)
@@ -162,16 +189,16 @@ def study_plan(config: Mapping[str, Any], workdir: str = ".", *, schema: str, co
                              models=[str(m) for m in config["grid"]["models"]],
                              runs=[run_name(r) for r in config["grid"]["runs"]])
     except InputError as exc:
-        raise StudyPlanError(f"invalid input: {exc}") from None
+        raise WorkflowPlanError(f"invalid input: {exc}") from None
     try:  # collected units (config `collection`) join the grid
         collect = join_collection(discovery, config, base=workdir)
     except CollectionConfigError as exc:
-        raise StudyPlanError(f"invalid collection: {exc}") from None
+        raise WorkflowPlanError(f"invalid collection: {exc}") from None
     unknown = unknown_grid_models(config["grid"]["models"], discovery.found_models, collect.models)
     if unknown and (discovery.records or collect.units):  # with nothing at all, the message below says more
-        raise StudyPlanError(unknown)
+        raise WorkflowPlanError(unknown)
     if not discovery.records and not collect.units and not pending:
-        raise StudyPlanError(no_traces_message(discovery, config["inputs"], config["grid"]["models"],
+        raise WorkflowPlanError(no_traces_message(discovery, config["inputs"], config["grid"]["models"],
                                                config["grid"]["runs"]))
 
     models = discovery.models
@@ -226,20 +253,20 @@ def study_plan(config: Mapping[str, Any], workdir: str = ".", *, schema: str, co
     try:
         trajectories = traj_batches.TrajectoryJobs(config)
     except traj_batches.PlanError as exc:
-        raise StudyPlanError(str(exc)) from None
+        raise WorkflowPlanError(str(exc)) from None
     not_collected = (uncollected_trajectories(trajectories.models, trajectories.questions, collect.jobs)
                      if trajectories.batches and config["trajectories"]["enabled"] else None)
     if not_collected:
-        raise StudyPlanError(not_collected)
+        raise WorkflowPlanError(not_collected)
     overwrites = trajectories.overwrites()
     if overwrites and not config["overwrite_protected"]:  # refused by the project itself (thinkprobe.protect)
         from .. import protect
 
-        raise StudyPlanError(protect.refusal(overwrites))
+        raise WorkflowPlanError(protect.refusal(overwrites))
     job_plan = plan_study(config, workdir, collect=collect, trajectories=trajectories)
     over_cap = job_plan.over_cap()
     if over_cap:
-        raise StudyPlanError("the study cannot run as configured:\n  - " + "\n  - ".join(over_cap[:20])
+        raise WorkflowPlanError("the study cannot run as configured:\n  - " + "\n  - ".join(over_cap[:20])
                              + (f"\n  ... and {len(over_cap) - 20} more (thinkprobe plan lists them)"
                                 if len(over_cap) > 20 else ""))
 
@@ -248,7 +275,7 @@ def study_plan(config: Mapping[str, Any], workdir: str = ".", *, schema: str, co
                   if config["trajectories"]["enabled"] and config["pages"]["trajectories"] else [])
     page_units = _pages.page_units([*discovery.records, *collect.units], config["pages"]["per_model"], traj_units)
 
-    return StudyPlan(
+    return WorkflowPlan(
         config=config, lock_file=lock_file, lock=lock, relock=relock, corpus_cache=corpus_cache, inputs=inputs,
         pending=pending, hub_datasets=hub_sets(config), envs=envs, discovery=discovery, collect=collect,
         collected=collected, retry=retry_pending(workdir), models=models, runs=discovery.runs,
