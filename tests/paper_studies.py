@@ -69,7 +69,8 @@ def one_model_config(questions: int, data: Path) -> dict:
 def imported_config(models: int, questions: int, data: Path) -> dict:
     """A study of traces already on disk (no collection, no trajectories): ``models`` models x ``questions``
     questions x 1 run, one generated JSONL trace file (each record a short reasoning trace), imported by the
-    ``import_traces`` jobs. Over the embedded default (its collection jobs and trajectories switched off)."""
+    ``import_traces`` jobs. Over the embedded default (its collection jobs and trajectories switched off), with the
+    schema's 100 questions per analysis batch (the embedded default's 10 are sized for its demo set)."""
     data.mkdir(parents=True, exist_ok=True)
     path = data / "traces.jsonl"
     with open(path, "w", encoding="utf-8") as fh:
@@ -79,7 +80,7 @@ def imported_config(models: int, questions: int, data: Path) -> dict:
                                      "question_id": f"q{q:05d}",
                                      "text": "<think>First I read the question. Then I check it.</think> 42"}) + "\n")
     return {"inputs": [{"path": str(path), "question_set": "bench"}], "collection": {"jobs": []},
-            "trajectories": {"enabled": False}}
+            "trajectories": {"enabled": False}, "resources": {"batch_questions": 100}}  # the schema's default
 
 
 def paper_study(workdir: Path, name: str, units: int | None = None) -> tuple[Path, int]:
