@@ -198,14 +198,16 @@ def test_adding_a_question_computes_only_its_units_and_the_aggregates(ran, tmp_p
 
 def test_a_new_batch_size_reruns_the_analysis_jobs_once_and_recomputes_no_unit(ran, tmp_path):
     """resources.batch_questions is a resource, not a parameter: 1 question a batch instead of 10 gives every model 3
-    batches for its 1; each of those jobs runs once, finds its units' files current (same code, parameters and
-    inputs) and keeps them: no unit file is written again, the tables are the same, and the next run does nothing."""
+    batches for its 1; each of those jobs runs once (the import jobs rewrite their trace files as they were), finds
+    its units' files current (same code, parameters and inputs) and keeps them: no unit file is written again, the
+    tables are the same, and the next run does nothing."""
     import shutil
 
     wd = tmp_path / "wd"
     shutil.copytree(ran, wd, symlinks=True)
     cfg = write_config(wd, lambda c: c["resources"].update(batch_questions=1))
-    assert job_counts(snakemake(wd, "-n", "--configfile", str(cfg)).stdout) == {s: 9 for s in BATCHED} | AGGREGATES
+    assert job_counts(snakemake(wd, "-n", "--configfile", str(cfg)).stdout) == {
+        "import_traces": 9, **{s: 9 for s in BATCHED}} | AGGREGATES  # import jobs per analysis batch too
     before = {p: p.stat().st_mtime_ns for stage in ("segments", "graphs", "metrics", "embeddings")
               for p in (wd / "results" / stage).rglob("*.*")}
     snakemake(wd, "--configfile", str(cfg))
