@@ -18,13 +18,12 @@ from .unitfiles import STATUSES, failure_doc, unit_doc, unit_provenance, write_u
 
 
 def import_shard(unit_paths: list[str], records: dict[str, dict[str, Any] | None], outputs: list[str],
-                 require_think: bool, max_trace_bytes: int, register_changed: bool = False,
+                 require_think: bool, max_trace_bytes: int, shard: tuple[str, str] | None = None,
                  base: str = ".") -> dict[str, int]:
-    """Write one trace unit file per unit (of an import job: one model's batch of questions); returns counts
-    per status.
+    """Write one trace unit file per unit of a question shard; returns counts per status.
 
-    A unit whose record changed after planning is written ``excluded`` and, with ``register_changed``, its
-    question's shard is registered for the next run (:mod:`thinkprobe.rerun_tokens`): it is retried, not lost."""
+    A unit whose record changed after planning is written ``excluded`` and, when ``shard`` (question set,
+    question id) is given, registered for the next run (:mod:`thinkprobe.rerun_tokens`): it is retried, not lost."""
     if len(unit_paths) != len(outputs):
         raise ValueError(f"{len(unit_paths)} units but {len(outputs)} output paths")
     params = {"require_think": require_think, "max_trace_bytes": max_trace_bytes}
@@ -50,13 +49,8 @@ def import_shard(unit_paths: list[str], records: dict[str, dict[str, Any] | None
         counts[doc["status"]] += 1
         if isinstance(raw, ChangedInput):
             changed.append(unit_path)
-    if register_changed:
-        by_shard: dict[tuple[str, str], list[str]] = {}
-        for unit_path in changed:
-            key = UnitKey.from_path(unit_path)
-            by_shard.setdefault((key.question_set, key.question_id), []).append(unit_path)
-        for (question_set, question_id), units in by_shard.items():
-            register(question_set, question_id, units, base)
+    if changed and shard is not None:
+        register(shard[0], shard[1], changed, base)
     counts["changed"] = len(changed)
     return counts
 

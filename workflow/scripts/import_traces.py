@@ -6,12 +6,12 @@ from thinkprobe.timing import JobClock
 clock = JobClock()
 with job_log(snakemake.log[0]) as log:
     from thinkprobe.stages.batches import unit_files, write_manifest
-    from thinkprobe.stages.ingest import import_shard
+    from thinkprobe.stages.ingest_batch import import_batch
 
     clock.mark("imports")
     traces = unit_files("traces", snakemake.params.units)
-    counts = import_shard(snakemake.params.units, snakemake.params.records, traces,
-                          snakemake.params.require_think, snakemake.params.max_trace_bytes, register_changed=True)
+    counts = import_batch(snakemake.params.units, snakemake.params.records, traces,
+                          snakemake.params.require_think, snakemake.params.max_trace_bytes)
     write_manifest(traces, snakemake.output[0])
     clock.mark("work")
     w = snakemake.wildcards
