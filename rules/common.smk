@@ -8,8 +8,8 @@
 # nothing else passes between rule files. Analysis jobs run per batch of units (wildcards model, question_set,
 # batch), each writing one file per unit (thinkprobe.stages.batches).
 
-import os
-import sys
+import os as _os
+import sys as _sys
 
 from snakemake.exceptions import WorkflowError
 
@@ -28,11 +28,11 @@ except WorkflowPlanError as exc:
 config.clear()
 config.update(PLAN.config)  # validated, defaults filled in: what every rule's params read
 for _warning in PLAN.warnings:
-    print(_warning, file=sys.stderr)
+    print(_warning, file=_sys.stderr)
 
 # SLURM must never requeue a job behind Snakemake's back (a requeued job would run beside its retry): every sbatch
 # this process runs inherits SBATCH_NO_REQUEUE, whatever slurm_extra or default-resources a profile sets.
-os.environ.update(SBATCH_NO_REQUEUE="1")
+_os.environ.update(SBATCH_NO_REQUEUE="1")
 
 # ... so a PREEMPTED job never comes back: the SLURM plugin must report it as ended (it would poll it forever)
 from thinkprobe.study.slurm_states import install as _install_slurm_states
@@ -43,7 +43,7 @@ _install_slurm_states(workflow)
 # a job stops, keeps what it stored and exits (thinkprobe.stages.joblog); a --signal in slurm_extra wins over it
 if config["resources"]["term_before_s"]:
     # setdefault: a value the user exported wins (and the variable is set here, not required: no envvars directive)
-    os.environ.setdefault("SBATCH_SIGNAL", f"TERM@{config['resources']['term_before_s']}")
+    _os.environ.setdefault("SBATCH_SIGNAL", f"TERM@{config['resources']['term_before_s']}")
 
 
 def data_ready(wildcards=None):
@@ -154,7 +154,7 @@ def trace_mb(keys):
     total = 0
     for k in keys:
         try:
-            total += os.stat(f"results/traces/{k.path}.json").st_size
+            total += _os.stat(f"results/traces/{k.path}.json").st_size
         except OSError:
             pass
     return total / 2**20
