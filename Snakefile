@@ -73,10 +73,7 @@ rule all:
         "results/report/exclusions.html",
         "results/report/profiles.html",
         manifests("metrics"),  # every analysis batch (rules/common.smk)
-        STATS_TARGETS if STATS["enabled"] else [],
-        TRAJ_TARGETS if TRAJ["enabled"] else [],
-        PAGE_TARGETS,
-        MODEL_PAGES,
+        study_targets("stats", "trajectories", "pages", "model_pages"),  # what the rule files registered
 
 
 place_slurm_jobs(workflow.rules)  # resources.slurm: account, partitions, QoS, constraints (rules/common.smk)

@@ -6,12 +6,15 @@ planner's count beside it (`thinkprobe plan`: its jobs, its analysis jobs and GP
     .venv/bin/python bench/dag_bench.py --configs trajectories-paper one-model   # the two study shapes (issue 32)
     .venv/bin/python bench/dag_bench.py --units 1000 10000     # chosen sizes only
     .venv/bin/python bench/dag_bench.py --target trajectories  # the trajectories paper's documented target too
+    .venv/bin/python bench/dag_bench.py --units --configs one-model-imported sixteen-models-imported  # imported traces
 
 Each config is the shipped one with only its question sets' sources replaced by local files (tests/paper_studies.py:
 the corpus's benchmark files when present, else generated files of the same size); scaled sizes cut the trajectory
 sets with `limit` and give the ThinkProbe study generated open questions. `one-model` is the other study shape
 (issue 32, item 6): the ThinkProbe paper's first model alone on N generated questions, 1 run (tests/paper_studies.py:
-one_model_config), so 16 models x 4,678 questions and 1 model x 75,000 questions are benched side by side. Every run is a fresh working directory
+one_model_config), so 16 models x 4,678 questions and 1 model x 75,000 questions are benched side by side;
+`one-model-imported` and `sixteen-models-imported` are the same two shapes with their traces already on disk
+(tests/paper_studies.py: imported_config; 1 x 75,000 and 16 x 4,688 units), planned through `import_traces`. Every run is a fresh working directory
 (nothing collected yet: every job is scheduled), through profiles/slurm with `--sdm env-modules` (this machine has
 no conda; no rule loads a module, so the jobs would run in the caller's environment). Target (issue 23): the
 trajectories paper at full size (74,848 units) in at most 120 s here.
@@ -98,13 +101,14 @@ def main() -> None:
                 plan_jobs, plan_analysis, gpu_hours = planned(wd, study)
                 label = "full size" if units is None else f"~{units:,}"
                 rows.append((f"{name} {label}: units / jobs scheduled", f"{n:,} / {jobs:,}"))
+                rows.append((f"{name} {label}: import_traces jobs", f"{counts.get('import_traces', 0):,}"))
                 rows.append((f"{name} {label}: analysis jobs, dry run / planner",
                              f"{sum(counts.get(r, 0) for r in ANALYSIS_RULES):,} / {plan_analysis:,}"))
                 rows.append((f"{name} {label}: planner's jobs (all) / GPU-hours", f"{plan_jobs:,} / {gpu_hours:,.0f}"))
                 rows.append((f"{name} {label}: dry-run wall / CPU (s)", f"{wall:,.1f} / {cpu:,.1f}"))
                 rows.append((f"{name} {label}: wall ms per unit / per job", f"{1000 * wall / n:.2f} / "
                                                                            f"{1000 * wall / max(jobs, 1):.2f}"))
-                print(name, label, " | ".join(v for _, v in rows[-5:]), file=sys.stderr, flush=True)  # progress
+                print(name, label, " | ".join(v for _, v in rows[-6:]), file=sys.stderr, flush=True)  # progress
         if args.target:
             wd = Path(tmp) / "target"
             study, n = paper_study(wd, "trajectories-paper")

@@ -3,27 +3,33 @@
 # give the same unit files (results/traces/{model}/{question_set}/{question_id}/{run}.json), so everything
 # downstream is shared.
 
+# One import job per analysis batch of an imported question set (PLAN.batches: one model's
+# resources.batch_questions questions, every run), in the batch's group component with its segment, graph and
+# metrics jobs: the DAG grows with batches, not questions. The job writes each unit's trace file itself and, last,
+# its manifest (results/batches/traces/...: its Snakemake output, which the rules reading the trace files wait for).
 rule import_traces:
     output:
-        unit_files("traces", "json"),
+        "results/batches/traces/{model}/{question_set}/{batch}.json",
     wildcard_constraints:
-        question_set=IMPORTED_SETS,
+        question_set=PLAN.imported_pattern,
+        model="[A-Za-z0-9._-]+",
     params:
-        units=unit_paths,
-        records=lambda w: DISCOVERY.shard_records(w.question_set, w.question_id),
-        require_think=ANALYSIS["input"]["require_think"],
-        max_trace_bytes=ANALYSIS["input"]["max_trace_bytes"],
-        retry=lambda w: RETRY.get((w.question_set, w.question_id), ""),  # a changed input: rerun (thinkprobe.rerun_tokens)
+        units=batch_units,
+        records=lambda w: PLAN.import_records(w.model, w.question_set, w.batch),
+        require_think=config["analysis"]["input"]["require_think"],
+        max_trace_bytes=config["analysis"]["input"]["max_trace_bytes"],
+        # a question whose input changed after an earlier planning: its import jobs rerun (thinkprobe.rerun_tokens)
+        retry=lambda w: PLAN.retry_tokens(w.model, w.question_set, w.batch),
         code=script_code("import_traces.py"),
     log:
-        "results/logs/import_traces/{question_set}/{question_id}.log",
+        "results/logs/import_traces/{model}/{question_set}/{batch}.log",
     group:
         "analysis"
     resources:
         mem_mb=500,
-        runtime=2,
+        runtime=batch_runtime,
     conda:
-        ENVS["cpu"]
+        PLAN.envs["cpu"]
     script:
         "../workflow/scripts/import_traces.py"
 
@@ -40,7 +46,7 @@ rule import_traces:
 # them reruns nothing.
 from thinkprobe.generate import unit_store as _unit_store
 
-if COLLECT.units:
+if PLAN.collect.units:
 
     rule collect:
         input:
@@ -48,7 +54,7 @@ if COLLECT.units:
         output:
             "results/collect/{model}/{question_set}/{cbatch}.json",
         params:
-            units=lambda w: _unit_store.batch_digest(COLLECT.batch_params(w.model, w.question_set, w.cbatch)),
+            units=lambda w: _unit_store.batch_digest(PLAN.collect.batch_params(w.model, w.question_set, w.cbatch)),
             store=lambda w: f"results/collect/{w.model}/{w.question_set}/units",
             traces="results/traces",  # where the job writes its units' trace files (thinkprobe.tracefiles)
             code=script_code("collect.py"),
@@ -68,6 +74,6 @@ if COLLECT.units:
             tasks_per_gpu=generation_tasks_per_gpu("collect"),
             chunk_prompts=collection_chunk_prompts,  # expected to finish within collection.save_every_s
         conda:
-            ENVS["gpu"]
+            PLAN.envs["gpu"]
         script:
             "../workflow/scripts/collect.py"

@@ -1,4 +1,4 @@
-# Layers 3-4, node classification and invariants, one job per analysis batch (rules/common.smk: BATCHES).
+# Layers 3-4, node classification and invariants, one job per analysis batch (rules/common.smk: PLAN.batches).
 
 
 rule graph:
@@ -20,6 +20,6 @@ rule graph:
         mem_mb=1000,
         runtime=batch_runtime,
     conda:
-        ENVS["cpu"]
+        PLAN.envs["cpu"]
     script:
         "../workflow/scripts/graph.py"

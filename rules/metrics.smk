@@ -10,7 +10,7 @@ rule metrics:
     params:
         units=batch_units,
         analysis=sections("metrics"),
-        hedge_lexicon=file_sha(ANALYSIS["metrics"]["hedge_lexicon"]),
+        hedge_lexicon=file_sha(config["analysis"]["metrics"]["hedge_lexicon"]),
         code=script_code("metrics.py"),
     wildcard_constraints:
         model="[A-Za-z0-9._-]+",
@@ -22,7 +22,7 @@ rule metrics:
         mem_mb=1000,
         runtime=batch_runtime,
     conda:
-        ENVS["cpu"]
+        PLAN.envs["cpu"]
     script:
         "../workflow/scripts/metrics.py"
 
@@ -37,13 +37,13 @@ rule aggregate:
         exclusions="results/tables/exclusions.parquet",
     params:
         # input problems and the records a collected question set left out (stage "questions")
-        problems=[p.as_row() for p in DISCOVERY.problems] + COLLECT.skipped_rows(),
+        problems=[p.as_row() for p in PLAN.discovery.problems] + PLAN.collect.skipped_rows(),
         code=script_code("aggregate.py"),
     log:
         "results/logs/aggregate.log",
     localrule: True
     conda:
-        ENVS["cpu"]
+        PLAN.envs["cpu"]
     script:
         "../workflow/scripts/aggregate.py"
 
@@ -60,6 +60,6 @@ rule profiles:
         "results/logs/profiles.log",
     localrule: True
     conda:
-        ENVS["cpu"]
+        PLAN.envs["cpu"]
     script:
         "../workflow/scripts/profiles.py"

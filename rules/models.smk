@@ -15,7 +15,10 @@
 #                                                        # writes <config>.lock.yaml (models, datasets)
 #   snakemake plan                                       # results/plan/plan.txt: jobs, GPUs, tokens, GPU hours
 #
-# HUB_MODELS, LOCKED_MODELS, HUB_DATASETS, model_manifest and the parse-time checks are in rules/common.smk.
+# PLAN.hub_models, PLAN.locked_models, PLAN.hub_datasets (the study plan, thinkprobe.study.workflowplan) and model_manifest
+# (rules/common.smk).
+
+import re
 
 from thinkprobe.generate.lock import stale_pin as _stale_pin
 from thinkprobe.generate.questions import dataset_keys as _dataset_keys
@@ -28,22 +31,22 @@ rule fetch_model:
     params:
         hub_id=lambda w: config["models"][w.model]["hub_id"],
         revision=lambda w: config["models"][w.model].get("revision") or "main",
-        lock=str(LOCK_FILE),  # the job fetches the commit the lock pins, if any (thinkprobe.generate.lock)
-        relock=RELOCK,  # --config relock=true: fetch again, resolving the revision anew
-        pin=lambda w: _stale_pin(LOCKED_MODELS.get(w.model), f"results/models/{w.model}.json"),  # lock changed: refetch
-        model_cache=_RES["model_cache"],
-        token_env=_RES["hub_token_env"],  # the variable's NAME; the token itself never reaches a file
+        lock=str(PLAN.lock_file),  # the job fetches the commit the lock pins, if any (thinkprobe.generate.lock)
+        relock=PLAN.relock,  # --config relock=true: fetch again, resolving the revision anew
+        pin=lambda w: _stale_pin(PLAN.locked_models.get(w.model), f"results/models/{w.model}.json"),  # lock changed: refetch
+        model_cache=config["resources"]["model_cache"],
+        token_env=config["resources"]["hub_token_env"],  # the variable's NAME; the token itself never reaches a file
     wildcard_constraints:
-        model="|".join(re.escape(m) for m in HUB_MODELS) or "(?!)",
+        model="|".join(re.escape(m) for m in PLAN.hub_models) or "(?!)",
     log:
         "results/logs/fetch_model/{model}.log",
     # on the machine that runs Snakemake (a login node, with network) unless resources.fetch_local is false
-    localrule: _RES["fetch_local"]
+    localrule: config["resources"]["fetch_local"]
     resources:
         mem_mb=2000,
         runtime=240,
     conda:
-        ENVS["cpu"]  # huggingface_hub: a download needs no GPU environment (built on the login node otherwise)
+        PLAN.envs["cpu"]  # huggingface_hub: a download needs no GPU environment (built on the login node otherwise)
     script:
         "../workflow/scripts/fetch_model.py"
 
@@ -52,15 +55,15 @@ rule fetch_model:
 # is asked for, so a deleted lock is written again without fetching anything).
 rule fetch_models:
     input:
-        [f"results/models/{m}.json" for m in HUB_MODELS],
+        [f"results/models/{m}.json" for m in PLAN.hub_models],
     params:
         section="models",
-        lock=str(LOCK_FILE),
+        lock=str(PLAN.lock_file),
     log:
         "results/logs/fetch_models.log",
     localrule: True
     conda:
-        ENVS["cpu"]
+        PLAN.envs["cpu"]
     script:
         "../workflow/scripts/write_lock.py"
 
@@ -72,37 +75,37 @@ rule fetch_dataset:
         # what names the data (not limit/offset/ids, which select from it: changing them fetches nothing)
         spec=lambda w: {k: v for k, v in config["question_sets"][w.question_set].items()
                         if k in _dataset_keys()},
-        lock=str(LOCK_FILE),
-        relock=RELOCK,
+        lock=str(PLAN.lock_file),
+        relock=PLAN.relock,
         pin=lambda w: _stale_pin(config["question_sets"][w.question_set].get("locked_commit"),
                                  f"results/datasets/{w.question_set}.json"),
-        model_cache=_RES["model_cache"],
-        token_env=_RES["hub_token_env"],
+        model_cache=config["resources"]["model_cache"],
+        token_env=config["resources"]["hub_token_env"],
     wildcard_constraints:
-        question_set="|".join(re.escape(q) for q in HUB_DATASETS) or "(?!)",
+        question_set="|".join(re.escape(q) for q in PLAN.hub_datasets) or "(?!)",
     log:
         "results/logs/fetch_dataset/{question_set}.log",
-    localrule: _RES["fetch_local"]
+    localrule: config["resources"]["fetch_local"]
     resources:
         mem_mb=2000,
         runtime=60,
     conda:
-        ENVS["cpu"]  # huggingface_hub, as for fetch_model
+        PLAN.envs["cpu"]  # huggingface_hub, as for fetch_model
     script:
         "../workflow/scripts/fetch_dataset.py"
 
 
 rule fetch_datasets:
     input:
-        [f"results/datasets/{q}.json" for q in HUB_DATASETS],
+        [f"results/datasets/{q}.json" for q in PLAN.hub_datasets],
     params:
         section="datasets",
-        lock=str(LOCK_FILE),
+        lock=str(PLAN.lock_file),
     log:
         "results/logs/fetch_datasets.log",
     localrule: True
     conda:
-        ENVS["cpu"]
+        PLAN.envs["cpu"]
     script:
         "../workflow/scripts/write_lock.py"
 
@@ -112,12 +115,12 @@ rule fetch_datasets:
 rule fetch_corpus:
     params:
         inputs=[dict(e) for e in config["inputs"] if e.get("git")],
-        cache=str(CORPUS_CACHE),
+        cache=str(PLAN.corpus_cache),
     log:
         "results/logs/fetch_corpus.log",
     localrule: True
     conda:
-        ENVS["cpu"]  # and git, from the system
+        PLAN.envs["cpu"]  # and git, from the system
     script:
         "../workflow/scripts/fetch_corpus.py"
 
@@ -135,6 +138,6 @@ rule plan:
         "results/logs/plan.log",
     localrule: True
     conda:
-        ENVS["cpu"]
+        PLAN.envs["cpu"]
     script:
         "../workflow/scripts/plan.py"

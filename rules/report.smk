@@ -22,7 +22,7 @@ rule figures:
         "results/logs/figures.log",
     localrule: True
     conda:
-        ENVS["cpu"]
+        PLAN.envs["cpu"]
     script:
         "../workflow/scripts/figures.py"
 
@@ -50,11 +50,11 @@ rule report_tables:
         ),
     params:
         code=script_code("report_tables.py"),
-        pages=lambda w: {u: f"../pages/{u}.html" for u in PAGE_UNITS} if PAGES["enabled"] else {},  # rules/pages.smk
+        pages=lambda w: {u: f"../pages/{u}.html" for u in PLAN.page_units} if config["pages"]["enabled"] else {},  # rules/pages.smk
     log:
         "results/logs/report_tables.log",
     localrule: True
     conda:
-        ENVS["cpu"]
+        PLAN.envs["cpu"]
     script:
         "../workflow/scripts/report_tables.py"

@@ -1,12 +1,12 @@
 # Layers 1-2 and the TU embeddings, one job per analysis batch (the encoder is loaded once per job; rules/common.smk:
-# BATCHES). The job writes each unit's segments file itself; its manifest is its Snakemake output.
+# PLAN.batches). The job writes each unit's segments file itself; its manifest is its Snakemake output.
 
 from thinkprobe.stages.segment import runtime_minutes as _segment_runtime
 
 
 rule segment:
     input:
-        lambda w: trace_inputs(batch_keys(w)),  # trace files, or the manifests of the jobs that collect them
+        lambda w: trace_inputs(batch_keys(w)),  # the manifests of the jobs that import or collect its traces
     output:
         # each unit's segments file (results/segments/.../{run}.json) and embeddings (results/embeddings/.../{run}.npz)
         # are written by the job; the manifest lists them (thinkprobe.stages.batches)
@@ -14,7 +14,7 @@ rule segment:
     params:
         units=batch_units,  # the batch's units: a different batching reruns the job, which keeps current files
         analysis=sections("input", "segmentation", "texttiling", "encoder"),
-        cue_lexicon=file_sha(ANALYSIS["segmentation"]["cue_lexicon"]),
+        cue_lexicon=file_sha(config["analysis"]["segmentation"]["cue_lexicon"]),
         absent=batch_absent,  # units outside a collected set's grid: no trace file
         code=script_code("segment.py", "tracefiles"),  # + where the trace files lie (the rule's inputs)
     wildcard_constraints:
@@ -23,12 +23,12 @@ rule segment:
         "results/logs/segment/{model}/{question_set}/{batch}.log",
     group:
         "analysis"
-    threads: SEGMENT_THREADS
+    threads: PLAN.segment_threads
     resources:
         mem_mb=config["resources"]["analysis_mem_mb"],
         runtime=lambda w: _segment_runtime(trace_mb(batch_keys(w))),  # grows with the text
-        **GPU_RESOURCES,
+        **PLAN.gpu_resources,
     conda:
-        ENVS["gpu"] if config["resources"]["encoder_gpu"] else ENVS["cpu"]
+        PLAN.envs["gpu"] if config["resources"]["encoder_gpu"] else PLAN.envs["cpu"]
     script:
         "../workflow/scripts/segment.py"

@@ -4,6 +4,8 @@
 # reaches (script_code, rules/common.smk), so editing thinkprobe/stats/cycles.py reruns the cycle census and
 # its figure, nothing else.
 
+from pathlib import Path
+
 from thinkprobe.stages.stats import rule_params as _stats_rule_params
 from thinkprobe.stats.summary import SNAPSHOT_TABLES as _SUMMARY_TABLES
 
@@ -16,10 +18,10 @@ DIMENSION_SPEC = _STATS_PARAMS["dimensions"]
 STATS_PERMUTATION = _STATS_PARAMS["permutation"]
 STATS_BOOTSTRAP = _STATS_PARAMS["bootstrap"]
 # segmentation agreement needs the corpus's labelled steps: inputs read through the steering adapter
-# (INPUTS: config["inputs"] with git entries resolved to their clones; a glob names each of its files)
+# (PLAN.inputs: config["inputs"] with git entries resolved to their clones; a glob names each of its files)
 from thinkprobe.units import input_roots as _input_roots
 
-AGREEMENT_FILES = sorted({str(f) for e in INPUTS if e.get("adapter") == "steering-thinking-llms"
+AGREEMENT_FILES = sorted({str(f) for e in PLAN.inputs if e.get("adapter") == "steering-thinking-llms"
                           for f in _input_roots(Path(e["path"]))})
 
 STATS_TABLES = {
@@ -88,6 +90,7 @@ STATS_TARGETS = (
     + [f"results/figures/stats_{name}.{ext}" for name in STATS_FIGURES for ext in ("png", "pdf")]
     + [f"results/report/stats/{name}.html" for name in STATS_TABLES]
 )
+add_targets("stats", STATS_TARGETS if STATS["enabled"] else [])  # `rule all` (Snakefile)
 
 
 rule stats_kruskal:
@@ -105,7 +108,7 @@ rule stats_kruskal:
         "results/logs/stats/kruskal.log",
     localrule: True
     conda:
-        ENVS["cpu"]
+        PLAN.envs["cpu"]
     script:
         "../workflow/scripts/stats_kruskal.py"
 
@@ -122,7 +125,7 @@ rule stats_dunn:
         "results/logs/stats/dunn.log",
     localrule: True
     conda:
-        ENVS["cpu"]
+        PLAN.envs["cpu"]
     script:
         "../workflow/scripts/stats_dunn.py"
 
@@ -138,7 +141,7 @@ rule stats_spearman:
         "results/logs/stats/spearman.log",
     localrule: True
     conda:
-        ENVS["cpu"]
+        PLAN.envs["cpu"]
     script:
         "../workflow/scripts/stats_spearman.py"
 
@@ -156,7 +159,7 @@ rule stats_stability:
         "results/logs/stats/stability.log",
     localrule: True
     conda:
-        ENVS["cpu"]
+        PLAN.envs["cpu"]
     script:
         "../workflow/scripts/stats_stability.py"
 
@@ -176,7 +179,7 @@ rule stats_cycles:
         mem_mb=2000,
         runtime=30,
     conda:
-        ENVS["cpu"]
+        PLAN.envs["cpu"]
     script:
         "../workflow/scripts/stats_cycles.py"
 
@@ -197,19 +200,19 @@ rule stats_confound:
         "results/logs/stats/confound.log",
     localrule: True
     conda:
-        ENVS["cpu"]
+        PLAN.envs["cpu"]
     script:
         "../workflow/scripts/stats_confound.py"
 
 
 rule stats_ablation:
     input:
-        all_trace_inputs(),  # trace files, or the manifests of the jobs that collect them (thinkprobe.tracefiles)
+        all_trace_inputs(),  # the manifests of the jobs that import or collect the traces (thinkprobe.stages.traceinputs)
     output:
         table=STATS_TABLES["ablation"],
         traces=STATS_TABLES["ablation_traces"],
     params:
-        analysis=ANALYSIS,
+        analysis=config["analysis"],
         n=STATS["ablation_traces"],
         seed=STATS["ablation_seed"],
         code=script_code("stats_ablation.py", "tracefiles"),  # + where the trace files lie (the rule's inputs)
@@ -220,7 +223,7 @@ rule stats_ablation:
         mem_mb=config["resources"]["analysis_mem_mb"],
         runtime=30,
     conda:
-        ENVS["cpu"]
+        PLAN.envs["cpu"]
     script:
         "../workflow/scripts/stats_ablation.py"
 
@@ -237,7 +240,7 @@ rule stats_robustness:
         "results/logs/stats/robustness.log",
     localrule: True
     conda:
-        ENVS["cpu"]
+        PLAN.envs["cpu"]
     script:
         "../workflow/scripts/stats_robustness.py"
 
@@ -250,7 +253,7 @@ rule stats_sensitivity:
         table="results/stats/encoder_sensitivity.parquet",
         metrics="results/stats/metrics_encoder2.parquet",
     params:
-        analysis=ANALYSIS,
+        analysis=config["analysis"],
         encoder=STATS["sensitivity_encoder"],
         code=script_code("stats_sensitivity.py", "tracefiles"),  # + where the trace files lie (the rule's inputs)
     log:
@@ -260,7 +263,7 @@ rule stats_sensitivity:
         mem_mb=config["resources"]["analysis_mem_mb"],
         runtime=60,
     conda:
-        ENVS["cpu"]
+        PLAN.envs["cpu"]
     script:
         "../workflow/scripts/stats_sensitivity.py"
 
@@ -272,7 +275,7 @@ rule stats_agreement:
         "results/stats/agreement.parquet",
     params:
         files=AGREEMENT_FILES,
-        analysis=ANALYSIS,
+        analysis=config["analysis"],
         tolerance=STATS["agreement_tolerance"],
         code=script_code("stats_agreement.py"),
     log:
@@ -282,7 +285,7 @@ rule stats_agreement:
         mem_mb=config["resources"]["analysis_mem_mb"],
         runtime=60,
     conda:
-        ENVS["cpu"]
+        PLAN.envs["cpu"]
     script:
         "../workflow/scripts/stats_agreement.py"
 
@@ -310,7 +313,7 @@ for _fig, _inputs in STATS_FIGURES.items():
             f"results/logs/stats/fig_{_fig}.log",
         localrule: True
         conda:
-            ENVS["cpu"]
+            PLAN.envs["cpu"]
         script:
             "../workflow/scripts/stats_figure.py"
 
@@ -335,7 +338,7 @@ rule stats_pages:
         "results/logs/stats/pages.log",
     localrule: True
     conda:
-        ENVS["cpu"]
+        PLAN.envs["cpu"]
     script:
         "../workflow/scripts/stats_pages.py"
 
@@ -381,6 +384,6 @@ rule stats_summary:
         "results/logs/stats/summary.log",
     localrule: True
     conda:
-        ENVS["cpu"]
+        PLAN.envs["cpu"]
     script:
         "../workflow/scripts/stats_summary.py"

@@ -6,33 +6,12 @@
 
 from thinkprobe.trajectories import batches as _traj_batches
 
+# The trajectory batches (PLAN.trajectories) and every generation job's expected tokens and hours, so its
+# resources (PLAN.jobs; rules/common.smk: generation_resource), are planned with the study
+# (thinkprobe.study.workflowplan): a protected batch to overwrite, a trajectory model not collected or a job over
+# resources.max_runtime stops planning there.
 TRAJ = config["trajectories"]
-try:
-    TRAJ_JOBS = _traj_batches.TrajectoryJobs(config)
-except _traj_batches.PlanError as exc:
-    raise WorkflowError(str(exc))
-from thinkprobe.study.planchecks import uncollected_trajectories as _uncollected
-
-_not_collected = (_uncollected(TRAJ_JOBS.models, TRAJ_JOBS.questions, COLLECT.jobs)
-                  if TRAJ_JOBS.batches and TRAJ["enabled"] else None)
-if _not_collected:
-    raise WorkflowError(_not_collected)
-TRAJ_TARGETS = TRAJ_JOBS.targets()
-# Protected batches are refused for overwrite by the project itself (thinkprobe.protect): root can write them.
-from thinkprobe import protect as _protect
-
-_overwrites = TRAJ_JOBS.overwrites()
-if _overwrites and not config["overwrite_protected"]:
-    raise WorkflowError(_protect.refusal(_overwrites))
-# Every generation job's expected tokens and hours, and so its resources (rules/common.smk:
-# generation_resource); a job that would ask for more than resources.max_runtime stops planning.
-from thinkprobe.study.planner import plan_study as _plan_study
-
-JOB_PLAN = _plan_study(config, ".", collect=COLLECT, trajectories=TRAJ_JOBS)
-_over_cap = JOB_PLAN.over_cap()
-if _over_cap:
-    raise WorkflowError("the study cannot run as configured:\n  - " + "\n  - ".join(_over_cap[:20])
-                        + (f"\n  ... and {len(_over_cap) - 20} more (thinkprobe plan lists them)" if len(_over_cap) > 20 else ""))
+add_targets("trajectories", PLAN.trajectories.targets() if TRAJ["enabled"] else [])  # `rule all` (Snakefile)
 
 
 rule traj_sample:
@@ -40,15 +19,15 @@ rule traj_sample:
         batch=_traj_batches.BATCH_PATTERN,  # b0000 (default decoding) or b0000-<decoding>
     input:
         # the manifests of the collection jobs that write the batch's trace files (rules/common.smk)
-        traces=lambda w: trace_inputs(TRAJ_JOBS.units(w.model, w.question_set, w.batch)),
+        traces=lambda w: trace_inputs(PLAN.trajectories.units(w.model, w.question_set, w.batch)),
         model=lambda w: model_manifest(w.model),  # a hub model: fetched first (rules/models.smk)
     output:
         protected("results/continuations/{model}/{question_set}/{batch}.json"),
     params:  # what decides the continuations; memory, wall time, CPUs and prefixes_per_call are resources
-        model=lambda w: TRAJ_JOBS.engine_model(w.model),
-        traj=lambda w: TRAJ_JOBS.sampling(w.batch),
-        questions=lambda w: TRAJ_JOBS.batch_questions(w.model, w.question_set, w.batch),
-        runs=TRAJ_JOBS.runs,
+        model=lambda w: PLAN.trajectories.engine_model(w.model),
+        traj=lambda w: PLAN.trajectories.sampling(w.batch),
+        questions=lambda w: PLAN.trajectories.batch_questions(w.model, w.question_set, w.batch),
+        runs=PLAN.trajectories.runs,
         store="results/continuations/_store",
     log:
         "results/logs/traj_sample/{model}/{question_set}/{batch}.log",
@@ -63,7 +42,7 @@ rule traj_sample:
         tasks_per_gpu=generation_tasks_per_gpu("traj_sample"),
         prefixes_per_call=TRAJ["prefixes_per_call"],  # engine calls per job: a knob of the job, not of its output
     conda:
-        ENVS["gpu"] if TRAJ["gpu"] else ENVS["cpu"]
+        PLAN.envs["gpu"] if TRAJ["gpu"] else PLAN.envs["cpu"]
     script:
         "../workflow/scripts/traj_sample.py"
 
@@ -76,7 +55,7 @@ rule traj_label:
     output:
         "results/trajectories/{model}/{question_set}/{batch}.json",
     params:
-        questions=lambda w: TRAJ_JOBS.batch_questions(w.model, w.question_set, w.batch),
+        questions=lambda w: PLAN.trajectories.batch_questions(w.model, w.question_set, w.batch),
         code=script_code("traj_label.py"),
     log:
         "results/logs/traj_label/{model}/{question_set}/{batch}.log",
@@ -84,14 +63,14 @@ rule traj_label:
         mem_mb=1000,
         runtime=10,
     conda:
-        ENVS["cpu"]
+        PLAN.envs["cpu"]
     script:
         "../workflow/scripts/traj_label.py"
 
 
 rule traj_tables:
     input:
-        TRAJ_JOBS.files("trajectories"),
+        PLAN.trajectories.files("trajectories"),
         data_ready,  # a dataset not fetched yet: stop, naming it (rules/common.smk)
     output:
         traces="results/trajectories/traces.parquet",
@@ -121,15 +100,15 @@ rule traj_tables:
         mem_mb=2000,
         runtime=10,
     conda:
-        ENVS["cpu"]
+        PLAN.envs["cpu"]
     script:
         "../workflow/scripts/traj_tables.py"
 
 
 rule traj_join:
     input:
-        cont=TRAJ_JOBS.files("continuations"),
-        labels=TRAJ_JOBS.files("trajectories"),
+        cont=PLAN.trajectories.files("continuations"),
+        labels=PLAN.trajectories.files("trajectories"),
     output:
         intervals="results/trajectories/join_intervals.parquet",
         status="results/trajectories/join_status.parquet",
@@ -147,11 +126,11 @@ rule traj_join:
         mem_mb=2000,
         runtime=20,
     conda:
-        ENVS["cpu"]
+        PLAN.envs["cpu"]
     script:
         "../workflow/scripts/traj_join.py"
 
 
 rule trajectories:
     input:
-        TRAJ_TARGETS,
+        PLAN.trajectories.targets(),

@@ -27,7 +27,10 @@ TRAJ_SETS = {
     "math": ("math", "benchmarks/math-evaluation-harness/data/math/test.jsonl", {"math_type": "Algebra"}, 1187),
     "arc": ("arc", "benchmarks/arc-challenge-skywork/data/arc/test.jsonl", {}, 1172),
 }
-FULL_UNITS = {"thinkprobe-paper": 4200, "trajectories-paper": 74848, "one-model": 75000}
+FULL_UNITS = {"thinkprobe-paper": 4200, "trajectories-paper": 74848, "one-model": 75000,
+              "one-model-imported": 75000, "sixteen-models-imported": 75008}
+# the imported shapes (issue 32, item 6: import jobs grouped by analysis batch): models, questions at full size
+IMPORTED_SHAPES = {"one-model-imported": (1, 75000), "sixteen-models-imported": (16, 4688)}
 
 
 def _gsm8k_file(path: Path, n: int, tag: str) -> Path:
@@ -63,9 +66,27 @@ def one_model_config(questions: int, data: Path) -> dict:
     return cfg
 
 
+def imported_config(models: int, questions: int, data: Path) -> dict:
+    """A study of traces already on disk (no collection, no trajectories): ``models`` models x ``questions``
+    questions x 1 run, one generated JSONL trace file (each record a short reasoning trace), imported by the
+    ``import_traces`` jobs. Over the embedded default (its collection jobs and trajectories switched off), with the
+    schema's 100 questions per analysis batch (the embedded default's 10 are sized for its demo set)."""
+    data.mkdir(parents=True, exist_ok=True)
+    path = data / "traces.jsonl"
+    with open(path, "w", encoding="utf-8") as fh:
+        for m in range(models):
+            for q in range(questions):
+                fh.write(json.dumps({"id": f"m{m:02d}-q{q:05d}", "model": f"m{m:02d}", "run": 1,
+                                     "question_id": f"q{q:05d}",
+                                     "text": "<think>First I read the question. Then I check it.</think> 42"}) + "\n")
+    return {"inputs": [{"path": str(path), "question_set": "bench"}], "collection": {"jobs": []},
+            "trajectories": {"enabled": False}, "resources": {"batch_questions": 100}}  # the schema's default
+
+
 def paper_study(workdir: Path, name: str, units: int | None = None) -> tuple[Path, int]:
     """A working directory holding ``config/config.yaml`` (the embedded default) and ``study.yaml``: the paper
-    config ``name`` with local question sets (or ``one-model``: :func:`one_model_config`), at full size or scaled
+    config ``name`` with local question sets (or ``one-model``: :func:`one_model_config`; ``one-model-imported``,
+    ``sixteen-models-imported``: :func:`imported_config`), at full size or scaled
     to about ``units``. Returns the study config's
     path and its number of units (models x questions x runs, as collected)."""
     workdir.mkdir(parents=True, exist_ok=True)
@@ -74,6 +95,13 @@ def paper_study(workdir: Path, name: str, units: int | None = None) -> tuple[Pat
     if not (workdir / "examples").exists():
         (workdir / "examples").symlink_to(REPO / "examples")
     data = workdir / "data"
+    if name in IMPORTED_SHAPES:
+        models, questions = IMPORTED_SHAPES[name]
+        if units:
+            questions = max(1, round(units / models))
+        study = workdir / "study.yaml"
+        study.write_text(yaml.safe_dump(imported_config(models, questions, data), sort_keys=False))
+        return study, models * questions
     if name == "one-model":
         total = units or FULL_UNITS[name]
         cfg = one_model_config(total, data)

@@ -102,9 +102,10 @@ def test_fetch_corpus_clones_once_at_the_pinned_commit(tmp_path, remote):
 
     dry = snakemake(wd, "-n")
     counts = job_counts(dry.stdout)
-    assert counts["import_traces"] == 100, counts  # 100 rows; the glob leaves the instruct model out
+    # 100 rows; the glob leaves the instruct model out: one import job per analysis batch (issue 32, item 6)
+    assert counts["import_traces"] == counts["segment"], counts
     unit = "results/traces/deepseek-r1-distill-qwen-1.5b/stl/row000/1.json"
-    snakemake(wd, unit)
+    snakemake(wd, "results/batches/traces/deepseek-r1-distill-qwen-1.5b/stl/b0000.json")  # its import job
     doc = json.loads((wd / unit).read_text())
     rows = json.loads(corpus_path("steering-thinking-llms", VARS, "prompts_for_rows_seed42.json").read_text())
     # the prompt's category, rebuilt from messages/messages.py of the clone as compare_reasoning.py drew the rows
@@ -140,7 +141,7 @@ def test_corpus_study_reads_a_local_copy_given_on_the_command_line(tmp_path):
              "adapter: steering-thinking-llms}]")
     dry = snakemake(wd, "-n", "--configfile", str(REPO / "config" / "corpus-study.yaml"), "--config", local)
     counts = job_counts(dry.stdout)
-    assert counts["import_traces"] == 100 and counts["stats_agreement"] == 1, counts
+    assert counts["import_traces"] == counts["segment"] and counts["stats_agreement"] == 1, counts
     # analysis batches (issue 32 item 6): one job per model and resources.batch_questions of its 100 prompts
     per_model = -(-100 // cfg["resources"]["batch_questions"])
     assert counts["segment"] == counts["graph"] == counts["metrics"] == 5 * per_model, counts

@@ -490,7 +490,7 @@ def test_units_models_naming_no_model_of_the_inputs_says_so(tmp_path):
     ("thinkprobe/traces.py", {"import_traces", "segment", "graph", "metrics"}),
     ("thinkprobe/metrics.py", {"metrics"}),
     ("thinkprobe/stages/tables.py", set()),
-    ("thinkprobe/stages/batches.py", {"segment", "graph", "metrics"}),  # the analysis batches' manifests and reuse
+    ("thinkprobe/stages/batches.py", {"import_traces", "segment", "graph", "metrics"}),  # the batches' manifests, reuse
 ])
 def test_workflow_reruns_follow_the_derived_module_lists(hostile, module, stages):
     wd, _, _ = hostile

@@ -59,3 +59,18 @@ def test_many_models_on_few_questions_plans_one_analysis_job_per_model_batch_and
         assert {r: counts[r] for r in ANALYSIS} == {r: len(models) * per_model for r in ANALYSIS}, counts
         assert _planned_analysis(study.parent, study) == sum(counts[r] for r in ANALYSIS)
         assert sum(counts[r] for r in ANALYSIS) < n / 10
+
+
+@pytest.mark.parametrize("shape, models", [("one-model-imported", 1), ("sixteen-models-imported", 16)])
+def test_imported_traces_plan_one_import_job_per_analysis_batch(tmp_path, shape, models):
+    """Both shapes with their traces on disk (tests/paper_studies.py: imported_config), ~2,000 units: one
+    import_traces job per analysis batch (a model's resources.batch_questions questions), not one per question
+    (issue 32, item 6: 1 model x 2,000 questions planned 2,000 import jobs before)."""
+    import yaml
+
+    study, n = paper_study(tmp_path / "wd", shape, 2000)
+    size = yaml.safe_load(study.read_text())["resources"]["batch_questions"]
+    counts = _dry_run(study.parent, study)
+    batches = models * math.ceil(n // models / size)
+    assert {r: counts[r] for r in ("import_traces", *ANALYSIS)} == {r: batches for r in ("import_traces", *ANALYSIS)}
+    assert counts["import_traces"] < n // models, counts  # fewer than one per question

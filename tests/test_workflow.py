@@ -39,24 +39,25 @@ def test_lint_is_clean():
     assert "Congratulations" in proc.stdout + proc.stderr, proc.stdout + proc.stderr
 
 
-def test_default_dry_run_plans_one_import_per_question_and_one_analysis_job_per_batch(tmp_path):
-    """The demo set's 3 questions: one import job each; one analysis batch per model (3 models, 10 questions per
-    batch)."""
+def test_default_dry_run_plans_one_import_and_one_analysis_job_per_batch(tmp_path):
+    """The demo set's 3 questions: one analysis batch per model (3 models, 10 questions per batch), each with its
+    import job."""
     wd = make_workdir(tmp_path)
     counts = job_counts(snakemake(wd, "-n").stdout)
     assert counts == {"import_traces": 3, **{s: 3 for s in BATCHED}, **AGGREGATES}
 
 
 def test_study_scale_dry_run(tmp_path):
-    """7 models x 200 questions x 3 runs = 4,200 units plan as 200 import jobs (one per question) and 14 analysis
-    jobs per stage (7 models x 200 / 100 questions per batch, the schema's default: 300 units a job)."""
+    """7 models x 200 questions x 3 runs = 4,200 units plan as 14 import jobs and 14 analysis jobs per stage, one
+    per analysis batch (7 models x 200 / 100 questions per batch, the schema's default: 300 units a job; issue 32,
+    item 6: it planned 200 import jobs, one per question, before)."""
     texts = [json.loads(line)["text"] for line in (REPO / "examples/traces/demo.jsonl").read_text().splitlines()]
     records = [{"id": f"m{m}-q{q}-r{r}", "model": f"model_{m}", "question_id": f"q{q:03d}", "run": r,
                 "text": texts[(m + q + r) % len(texts)]} for m in range(7) for q in range(200) for r in (1, 2, 3)]
     (tmp_path / "study.jsonl").write_text("\n".join(json.dumps(x) for x in records) + "\n")
     wd = make_workdir(tmp_path / "wd", {"inputs": [{"path": str(tmp_path / "study.jsonl"), "question_set": "open"}]})
     out = snakemake(wd, "-n").stdout
-    assert job_counts(out) == {"import_traces": 200, **{s: 14 for s in BATCHED}, **AGGREGATES}
+    assert job_counts(out) == {"import_traces": 14, **{s: 14 for s in BATCHED}, **AGGREGATES}
 
 
 def test_end_to_end_tables_figures_and_report(ran):
@@ -171,9 +172,9 @@ def test_editing_a_page_template_reruns_the_pages_only(ran):
 
 
 def test_adding_a_question_computes_only_its_units_and_the_aggregates(ran, tmp_path):
-    """A question added to the demo set: its import job, and the demo batch of each of the 3 models (its unit
-    list grew); those jobs keep every unit file already current (stages.batches.current_doc): only q04's units
-    are computed, every other unit file stays as it was, byte for byte and untouched."""
+    """A question added to the demo set: the demo batch of each of the 3 models (its unit list grew), its import
+    job included; the analysis jobs keep every unit file already current (stages.batches.current_doc): only q04's
+    units are computed, every other unit file stays as it was, byte for byte and untouched."""
     import shutil
 
     wd = tmp_path / "wd"
@@ -183,8 +184,8 @@ def test_adding_a_question_computes_only_its_units_and_the_aggregates(ran, tmp_p
     extra.write_text(json.dumps({**first, "id": "model_a-q04-r1", "question_id": "q04"}) + "\n")
     cfg = write_config(wd, lambda c: c["inputs"].append({"path": str(extra), "question_set": "demo"}))
     out = snakemake(wd, "-n", "--configfile", str(cfg)).stdout
-    assert job_counts(out) == {"import_traces": 1, **{s: 3 for s in BATCHED}, **AGGREGATES}
-    assert "results/traces/model_a/demo/q04/1.json" in out
+    assert job_counts(out) == {"import_traces": 3, **{s: 3 for s in BATCHED}, **AGGREGATES}
+    assert "results/batches/traces/model_a/demo/b0000.json" in out  # the import job of q04's batch
     before = {p: p.stat().st_mtime_ns for stage in ("segments", "graphs", "metrics", "embeddings")
               for p in (wd / "results" / stage).rglob("*.*")}
     snakemake(wd, "--configfile", str(cfg))
@@ -197,14 +198,16 @@ def test_adding_a_question_computes_only_its_units_and_the_aggregates(ran, tmp_p
 
 def test_a_new_batch_size_reruns_the_analysis_jobs_once_and_recomputes_no_unit(ran, tmp_path):
     """resources.batch_questions is a resource, not a parameter: 1 question a batch instead of 10 gives every model 3
-    batches for its 1; each of those jobs runs once, finds its units' files current (same code, parameters and
-    inputs) and keeps them: no unit file is written again, the tables are the same, and the next run does nothing."""
+    batches for its 1; each of those jobs runs once (the import jobs rewrite their trace files as they were), finds
+    its units' files current (same code, parameters and inputs) and keeps them: no unit file is written again, the
+    tables are the same, and the next run does nothing."""
     import shutil
 
     wd = tmp_path / "wd"
     shutil.copytree(ran, wd, symlinks=True)
     cfg = write_config(wd, lambda c: c["resources"].update(batch_questions=1))
-    assert job_counts(snakemake(wd, "-n", "--configfile", str(cfg)).stdout) == {s: 9 for s in BATCHED} | AGGREGATES
+    assert job_counts(snakemake(wd, "-n", "--configfile", str(cfg)).stdout) == {
+        "import_traces": 9, **{s: 9 for s in BATCHED}} | AGGREGATES  # import jobs per analysis batch too
     before = {p: p.stat().st_mtime_ns for stage in ("segments", "graphs", "metrics", "embeddings")
               for p in (wd / "results" / stage).rglob("*.*")}
     snakemake(wd, "--configfile", str(cfg))

@@ -4,7 +4,7 @@ from thinkprobe.stages.joblog import job_log
 
 with job_log(snakemake.log[0]) as log:
     from thinkprobe.stages.stats import ablation_stage
-    from thinkprobe.tracefiles import trace_files
+    from thinkprobe.stages.traceinputs import trace_files
 
     table = ablation_stage(trace_files(snakemake.input), snakemake.params.analysis, snakemake.params.n,
                            snakemake.params.seed, snakemake.output.table, snakemake.output.traces)
