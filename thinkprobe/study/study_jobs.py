@@ -64,10 +64,10 @@ def is_local(flag: str, rule: str, config: Mapping[str, Any]) -> bool:
         return False
     if flag == "True":
         return True
-    if flag == '_RES["fetch_local"]':
+    if flag == 'config["resources"]["fetch_local"]':
         return bool(config["resources"]["fetch_local"])
     raise ValueError(f"rule {rule}: localrule: {flag!r} is not a value the planner can evaluate (True, False or "
-                     "_RES[\"fetch_local\"]); thinkprobe.study.study_jobs.is_local must learn it")
+                     "config[\"resources\"][\"fetch_local\"]); thinkprobe.study.study_jobs.is_local must learn it")
 
 
 def agreement_files(config: Mapping[str, Any], base: str | Path = ".") -> bool:
