@@ -66,14 +66,18 @@ def _job_stats(dry_run: str) -> Counter:
     return Counter({m.group(1): int(m.group(2)) for m in re.finditer(r"^(\w+)\s+(\d+)\s*$", table, re.M)})
 
 
-@pytest.mark.parametrize("shape", ["stats-and-pages", "no-trajectories-no-pages"])
+@pytest.mark.parametrize("shape", ["stats-and-pages", "no-trajectories-no-pages", "imported-and-collected"])
 def test_the_planners_jobs_and_slurm_jobs_are_the_dry_runs_study_wide_jobs_included(tmp_path, shape):
     """Every job the dry run schedules, per rule, is one the planner counts, the study-wide ones included (tables,
     statistics, figures, pages); and its SLURM jobs are the jobs the run submits: the top-level jobs of rules that
-    are not local (Snakemake's own record of them) plus one per group job. Collected question sets only: the
-    analysis of imported traces is not counted by the planner (it costs no generation)."""
+    are not local (Snakemake's own record of them) plus one per group job. The imported shape keeps the default's
+    imported demo traces beside its collected set (one import job per analysis batch, in the batch's group)."""
     cfg = default_config()
-    cfg["inputs"] = []
+    if shape != "imported-and-collected":
+        cfg["inputs"] = []
+    else:
+        assert cfg["inputs"], "the embedded default imports traces"
+        cfg["resources"]["batch_questions"] = 2  # several batches of the imported set
     if shape == "stats-and-pages":
         cfg["stats"]["enabled"] = True
         cfg["pages"]["enabled"] = True
@@ -95,7 +99,12 @@ def test_the_planners_jobs_and_slurm_jobs_are_the_dry_runs_study_wide_jobs_inclu
     for rule in ("collect", "traj_sample", "traj_label", "fetch_model"):
         if rule in per_rule:
             expected[rule] = per_rule[rule]["jobs"]
-    expected["segment"] = expected["graph"] = expected["metrics"] = per_rule["analysis"]["jobs"] // 3
+    analysis = [r for r in planned["rows"] if r["rule"] == "analysis" and r["detail"].startswith("(all models)")]
+    imported = sum(r["slurm_jobs"] for r in analysis if r["detail"].endswith(", imported"))
+    assert (imported > 1) is (shape == "imported-and-collected"), analysis
+    expected["segment"] = expected["graph"] = expected["metrics"] = sum(r["slurm_jobs"] for r in analysis)
+    if imported:
+        expected["import_traces"] = imported
     assert +expected == stats - Counter({"all": 1, "total": stats["total"]}), (expected, stats)
     assert sum(r["jobs"] for r in per_rule.values() if r["rule"] != "total") + 1 == stats["total"]
     # what SLURM gets: top-level jobs of rules that are not local, one per group job

@@ -45,7 +45,7 @@ from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Iterable, Mapping
 
 from ..units import UnitKey
 from ..generate import jobres, modelsize
@@ -352,10 +352,11 @@ def continuation_tokens(k: int, *, n: int, stride: int, limit: int, cap: int | N
 
 
 def plan_study(config: Mapping[str, Any], base: str | Path = ".", collect: CollectionJobs | None = None,
-               trajectories=None) -> StudyPlan:
+               trajectories=None, imported: Mapping[str, tuple[int, int]] | None = None) -> StudyPlan:
     """The plan of a validated config (defaults filled); the collection manifests under ``base/results`` give the
     lengths already observed.
-    ``collect`` and ``trajectories``: the workflow's own plans when it has built them (its parse), else planned.
+    ``collect``, ``trajectories`` and ``imported`` (:func:`imported_sets`): the workflow's own plans when it has
+    built them (its parse), else planned.
 
     Raises
     ------
@@ -491,7 +492,7 @@ def plan_study(config: Mapping[str, Any], base: str | Path = ".", collect: Colle
             study.sources["trajectories"] = (
                 f"trajectories.enabled is false: not in the default target, not counted (`snakemake trajectories` "
                 f"runs {sum(r.jobs for r in traj_rows):,} jobs, {sum(r.gpu_hours for r in traj_rows):,.1f} GPU-hours)")
-    _analysis_rows(study, config, collect)
+    _analysis_rows(study, config, collect, imported if imported is not None else imported_sets(config, base, collect))
     _study_rows(study, config, base, len(tplan.batches) if traj.get("models") and traj.get("question_sets") else 0)
     return study
 
@@ -533,20 +534,63 @@ def _accumulate(into: Row, row: Row) -> None:
     into.gpu_hours += row.gpu_hours
 
 
-def _analysis_rows(study: StudyPlan, config: Mapping[str, Any], collect: CollectionJobs) -> None:
-    """The Thought Graph analysis of the collected units: per analysis batch (one model's units of
-    ``resources.batch_questions`` questions, :mod:`thinkprobe.stages.batches`) 3 jobs (segment, graph, metrics),
-    grouped into one SLURM job (group ``analysis``). Collected trace files are written by the collection jobs (no
-    job per unit). Imported inputs are not read here (they cost no generation)."""
+def _analysis_rows(study: StudyPlan, config: Mapping[str, Any], collect: CollectionJobs,
+                   imported: Mapping[str, tuple[int, int]]) -> None:
+    """The Thought Graph analysis, per analysis batch (one model's units of ``resources.batch_questions``
+    questions, :mod:`thinkprobe.stages.batches`): 3 jobs (segment, graph, metrics) of a collected set's batch (its
+    trace files are written by the collection jobs), 4 of an imported set's (``import_traces`` first, one job per
+    batch); a batch's jobs are one SLURM job (group ``analysis``)."""
     from ..stages.batches import batch_count
 
     size = int(config["resources"]["batch_questions"])
     for qset in collect.question_sets:
-        models = {m for m, q in collect.jobs if q == qset}  # the workflow's batches: rules/common.smk, BATCHES
+        models = {m for m, q in collect.jobs if q == qset}  # the workflow's batches (thinkprobe.study.workflowplan)
         batches = len(models) * batch_count(len(collect.questions[qset]), size)
         units = sum(1 for u in collect.units if u.question_set == qset)
         study.rows.append(Row("analysis", units=units, jobs=batches * 3, slurm_jobs=batches,
                               detail=f"(all models) x {qset}"))
+    for qset, (batches, units) in sorted(imported.items()):
+        study.rows.append(Row("analysis", units=units, jobs=batches * 4, slurm_jobs=batches,
+                              detail=f"(all models) x {qset}, imported"))
+
+
+def imported_batches(discovery, batches: Mapping[tuple[str, str, str], Any],
+                     collected_sets: Iterable[str]) -> dict[str, tuple[int, int]]:
+    """Imported question set -> (its analysis batches, its units), from the workflow's discovery and batches
+    (:func:`thinkprobe.stages.batches.question_batches`); collected sets are left out (:func:`_analysis_rows`
+    counts them from the collection plan)."""
+    collected = set(collected_sets)
+    out: dict[str, list[int]] = {}
+    for (_model, qset, _batch) in batches:
+        if qset not in collected:
+            out.setdefault(qset, [0, 0])[0] += 1
+    for key in discovery.records:
+        if key.question_set in out:
+            out[key.question_set][1] += 1
+    return {q: (b, u) for q, (b, u) in out.items()}
+
+
+def imported_sets(config: Mapping[str, Any], base: str | Path, collect: CollectionJobs) -> dict[str, tuple[int, int]]:
+    """What :func:`imported_batches` gives, for ``thinkprobe plan`` (outside the workflow's parse): the inputs
+    read as the workflow reads them (a git input not cloned yet counts nothing)."""
+    from ..corpus_git import corpus_cache, resolve_inputs
+    from ..generate.collection_jobs import join_collection
+    from ..stages.batches import question_batches
+    from ..traces import run_name
+    from ..units import discover
+
+    if not config["inputs"]:
+        return {}
+    inputs, _pending, _problems = resolve_inputs(config["inputs"],
+                                                 corpus_cache(config["resources"]["corpus_cache"]))
+    discovery = discover(inputs, base=base, max_bytes=config["analysis"]["input"]["max_trace_bytes"],
+                         models=[str(m) for m in config["grid"]["models"]],
+                         runs=[run_name(r) for r in config["grid"]["runs"]])
+    join_collection(discovery, config, base=base)  # the collected models join the grid, imported sets' too
+    imported = {q: ids for q, ids in discovery.questions.items() if q not in collect.question_sets}
+    batches = question_batches(imported, {q: discovery.models for q in imported},
+                               int(config["resources"]["batch_questions"]))
+    return imported_batches(discovery, batches, collect.question_sets)
 
 
 def _study_rows(study: StudyPlan, config: Mapping[str, Any], base: Path, sampling_batches: int) -> None:

@@ -156,7 +156,7 @@ def workflow_plan(config: Mapping[str, Any], workdir: str = ".", *, schema: str,
     from ..trajectories import batches as traj_batches
     from ..units import InputError, discover, no_traces_message
     from .planchecks import study_size, uncollected_trajectories, unknown_grid_models
-    from .planner import hub_models as _hub_models, plan_study
+    from .planner import hub_models as _hub_models, imported_batches, plan_study
     from .study_checks import check_study
 
     try:
@@ -263,7 +263,8 @@ def workflow_plan(config: Mapping[str, Any], workdir: str = ".", *, schema: str,
         from .. import protect
 
         raise WorkflowPlanError(protect.refusal(overwrites))
-    job_plan = plan_study(config, workdir, collect=collect, trajectories=trajectories)
+    job_plan = plan_study(config, workdir, collect=collect, trajectories=trajectories,
+                          imported=imported_batches(discovery, batches, collect.question_sets))
     over_cap = job_plan.over_cap()
     if over_cap:
         raise WorkflowPlanError("the study cannot run as configured:\n  - " + "\n  - ".join(over_cap[:20])
