@@ -68,7 +68,10 @@ def test_end_to_end_through_slurm_with_a_gpu_rule(reference, tmp_path):
     out = snakemake(wd, "--profile", PROFILE, timeout=600)
     log = out.stdout + out.stderr
     ids = re.findall(r"submitted with SLURM jobid (\d+)", log)
-    assert len(ids) == 1, log[-3000:]  # the demo's one batch of questions is one SLURM job
+    # one SLURM job per analysis batch (each model's one batch of the demo's questions: import, segment, graph and
+    # metrics in one group job), never one per rule or per trace
+    batches = sorted((wd / "results/batches/metrics").glob("*/*/*.json"))
+    assert len(batches) == 3 and len(ids) == len(batches), log[-3000:]
     for f in (wd / "results/logs/segment/demo").glob("*.log"):
         assert "CUDA_VISIBLE_DEVICES=0" in f.read_text()  # the segment jobs ran with the GPU SLURM gave them
     tres = subprocess.run(["sacct", "-n", "-X", "-P", "-j", ",".join(ids), "--format=JobID,AllocTRES"],

@@ -237,7 +237,7 @@ def test_an_altered_collected_unit_is_never_reused(tmp_path):
         assert f"WARNING: {first}: its content does not match its digest" in log.getvalue()
         assert "the unit is generated again" in log.getvalue()
         assert manifest["stats"]["generated"] == 1 and manifest["stats"]["already_stored"] == 1 and len(asked) == 3
-        assert "999" not in first.read_text() and list(first.parent.glob(first.name + ".altered-*"))
+        assert "The answer is 999." not in first.read_text() and list(first.parent.glob(first.name + ".altered-*"))
 
         # a unit whose trace file was written from it: the job stops, naming both, generates nothing
         traces = tmp_path / "traces"

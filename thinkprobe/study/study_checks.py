@@ -55,6 +55,8 @@ def check_study(config: Mapping[str, Any], base: str | Path = ".", collect: Coll
             return problems + [str(exc)]
     traj = config["trajectories"]
     for name in sorted(generation_models(config, collect)):
+        if name not in models_cfg:  # a name no models: entry defines: the trajectory plan names it (PlanError)
+            continue
         m = model_settings(name, models_cfg.get(name) or {})
         if not backends.of(m).loads_weights:  # an endpoint or a file: no weights, no context of its own here
             continue
