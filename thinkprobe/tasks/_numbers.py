@@ -14,7 +14,7 @@ import re
 from fractions import Fraction
 
 from ..answers import last_boxed
-from ._text import FINAL_TAIL_CHARS, normalise_unicode
+from ._text import FINAL_TAIL_CHARS, MAX_ANSWER_CHARS, normalise_unicode
 
 #: A number token as written: digits with comma groups of any length (validated by :func:`canonical_number`:
 #: groups of exactly three are thousands, anything else is a decimal comma, ambiguous), a decimal part, a
@@ -39,6 +39,8 @@ def canonical_number(token: str) -> str | None:
     >>> [canonical_number(t) for t in ["1,000", "18.00", "-3.50", "1/2", "2/4", "4/6", "$7", ".5", "3,5", "1.250,5"]]
     ['1000', '18', '-3.5', '0.5', '0.5', '2/3', '7', '0.5', None, None]
     """
+    if len(token) > MAX_ANSWER_CHARS:  # a runaway line of digits is no answer (and no label of a megabyte)
+        return None
     s = token.replace("−", "-").replace("$", "").replace(" ", "")
     s = s.rstrip(".")
     if "," in s and not _VALID_GROUPS.fullmatch(s):
