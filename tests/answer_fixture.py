@@ -39,9 +39,10 @@ HELD_OUT = Path(__file__).resolve().parent / "data" / "answer_labels_heldout.jso
 
 
 def held_out_rows() -> list[dict]:
-    """The held-out labelled set (tests/data/answer_labels_heldout.jsonl): real answers the extractor was not
-    built on (none is in :data:`FIXTURE`), each read and labelled by hand before the extractor was measured
-    on it. A row: ``source`` (corpus file), ``record``, ``model``, ``task``, ``form`` (how the answer is
+    """The development set (tests/data/answer_labels_heldout.jsonl; held out until its misses were fixed): real
+    answers the extractor was not built on (none is in :data:`FIXTURE`), each read and labelled by hand before
+    the extractor was measured on it; a hedge is read as stating no answer (form ``hedged``, ``stated`` None,
+    the letter it leans to in ``hedge_leans``). A row: ``source`` (corpus file), ``record``, ``model``, ``task``, ``form`` (how the answer is
     stated), ``text`` (stored, MIT-licensed thought-branches) or None with ``tail_chars`` (read from the
     corpus: the thinking-llms-interp run has no license file), ``stated`` (the answer as the reader reads it:
     a letter, a number or fraction as written; None: the text states no answer), ``plain`` (False: the

@@ -29,7 +29,14 @@ rather than (D)".
 A key outside the item's letters (``choices``; without them ``A``-``E`` for ARC, ``A``-``J`` for ``choice``)
 is null, and so is the text when its last commitment is one; digit keys are keys only on items whose choices
 are digits (otherwise "the answer is 3.2 hours" would be option C). A hedged or conditional statement ("if the
-answer is B", "maybe A is correct", "is B correct?", "the answer is not C") commits to nothing.
+answer is B", "maybe A is correct", "is B correct?", "the answer is not C") commits to nothing. **A hedge is "states
+no answer"** (issue 33): "it could be B or C", "maybe the answer is (D)", "so option B might be the right choice",
+"I'm leaning towards (A)" get null, the label a careful reader gives a text that does not commit; "probably" and
+"likely" commit ("the best answer is probably D"). Found on the development set
+(``tests/data/answer_labels_heldout.jsonl``): an option's text first with a committing predicate ("the Puritans
+seem to be the denomination that ...", "Humanism is the most in conflict with ...", "is likely Contingency
+theory."), and "I'll go with that" / "I'll agree with that", which commits to the option mentioned just before
+(:func:`_last_mention`), even after a hedge ("maybe an accordion? I'm not entirely sure, but I'll go with that").
 """
 
 from __future__ import annotations
