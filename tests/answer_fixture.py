@@ -39,9 +39,10 @@ HELD_OUT = Path(__file__).resolve().parent / "data" / "answer_labels_heldout.jso
 
 
 def held_out_rows() -> list[dict]:
-    """The held-out labelled set (tests/data/answer_labels_heldout.jsonl): real answers the extractor was not
-    built on (none is in :data:`FIXTURE`), each read and labelled by hand before the extractor was measured
-    on it. A row: ``source`` (corpus file), ``record``, ``model``, ``task``, ``form`` (how the answer is
+    """The development set (tests/data/answer_labels_heldout.jsonl; held out until its misses were fixed): real
+    answers the extractor was not built on (none is in :data:`FIXTURE`), each read and labelled by hand before
+    the extractor was measured on it; a hedge is read as stating no answer (form ``hedged``, ``stated`` None,
+    the letter it leans to in ``hedge_leans``). A row: ``source`` (corpus file), ``record``, ``model``, ``task``, ``form`` (how the answer is
     stated), ``text`` (stored, MIT-licensed thought-branches) or None with ``tail_chars`` (read from the
     corpus: the thinking-llms-interp run has no license file), ``stated`` (the answer as the reader reads it:
     a letter, a number or fraction as written; None: the text states no answer), ``plain`` (False: the
@@ -74,3 +75,37 @@ def held_out_expected(row: dict) -> str | None:
     label = parse_answer(row["stated"], row["task"])
     assert label is not None, f"{row['record']}: the stated value {row['stated']!r} has no label"
     return label
+
+
+# ------------------------------------------------------------------ the second held-out set (issue 33, the 98% target)
+
+HELD_OUT_2 = Path(__file__).resolve().parent / "data" / "answer_labels_heldout2.jsonl"
+
+
+def held_out_2_rows() -> list[dict]:
+    """The second held-out set (tests/data/answer_labels_heldout2.jsonl): real final answers from records that
+    neither :data:`FIXTURE` nor :data:`HELD_OUT` (now the development set) uses, each read and labelled by hand
+    and measured once before any fix made after it. Rows as :func:`held_out_rows`'; ``form`` ``hedged`` marks a
+    hedge ("maybe the answer is (D)", "I'm leaning towards ..."), which states no answer (``stated`` None)."""
+    return [json.loads(line) for line in HELD_OUT_2.read_text(encoding="utf-8").splitlines() if line.strip()]
+
+
+def answer_part(response: str) -> str:
+    """The answer of a corpus response: the text after ``</think>`` (a reasoning model), after the last
+    ``assistant`` turn marker (an instruct model's decoded chat, ``system\\n...\\nassistant\\n``), or the whole
+    response (an instruct model's reply alone), stripped."""
+    if "</think>" in response:
+        return response[response.find("</think>") + len("</think>"):].strip()
+    if response.startswith("system\n") and "\nassistant\n" in response:
+        return response[response.rfind("\nassistant\n") + len("\nassistant\n"):].strip()
+    return response.strip()
+
+
+def held_out_2_text(row: dict, corpus: Path) -> str:
+    """A row's text: stored (thought-branches, MIT), or the last ``tail_chars`` of the corpus record's answer
+    (:func:`answer_part` of ``response``, steering-thinking-llms, or ``full_response``, thinking-llms-interp)."""
+    if row["text"] is not None:
+        return row["text"]
+    records = json.loads((corpus / row["source"]).read_text(encoding="utf-8"))
+    rec = records[int(row["record"].split()[0].removeprefix("row="))]
+    return answer_part(rec.get("response", rec.get("full_response")))[-row["tail_chars"]:]

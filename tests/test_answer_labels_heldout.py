@@ -1,5 +1,6 @@
-"""The held-out labelled set (tests/data/answer_labels_heldout.jsonl, issue 33) and one test per class of miss
-it showed.
+"""The development set (tests/data/answer_labels_heldout.jsonl, issue 33; held out until the fixes of its
+misses, so no longer a measure out of sample: tests/test_answer_labels_heldout2.py holds the set that is) and
+one test per class of miss it showed.
 
 The set holds 201 real answers that are not in the fixture the extractor was built on
 (tests/data/answer_labels.jsonl): ends of the thought-branches MMLU reasoning texts of the prompts without the
@@ -20,32 +21,17 @@ from thinkprobe.trajectories.parsing import parse_answer
 
 pytestmark = pytest.mark.fast
 
-_HEDGED = "a hedged statement (might, maybe, perhaps, leaning towards): null by design"
-_NO_CUE = "the option's text without an answer cue or a closing predicate"
-_PARAPHRASE = "a paraphrase of an option (plain: false): no letter, no option text"
-_LAST_NUMBER = "the number tasks' last-number fallback labels a text that states no answer (or a later number)"
+_EARLIER_NUMBER = ("a number stated in prose before the final sentence, which states another ('the largest square is "
+                   "81 ... the next square after 81 is 100'): null since the final-statement reading")
 #: (record) -> why the extractor does not read it as the reader did (after the fixes of this file's tests).
+#: The six option texts without an answer cue it missed are read since the tests below ("the Puritans seem to
+#: be the denomination that ...", "I'll go with that"). Nine hedges this set's reader first read as the model's
+#: answer ("so option B might be the right choice", "I'm leaning towards (A)") are read as "states no answer"
+#: since issue 33's reading of a hedge (form ``hedged``, the letter it leans to kept as ``hedge_leans``); the
+#: extractor gives them null, as it should. ("maybe an accordion? I'm not entirely sure, but I'll go with that"
+#: is no hedge: it ends in a commitment.)
 KNOWN_MISSES = {
-    "pn=715 model=qwen/qwq-32b-preview base_reasoning_text tail": _HEDGED,
-    "pn=804 model=gemini-2.0-flash-thinking-exp-01-21 base_reasoning_text tail": _HEDGED,
-    "pn=819 model=qwen/qwq-32b-preview base_reasoning_text tail": _NO_CUE,  # "I'll go with the initial thought that the user's answer was C"
-    "pn=819 model=qwen/qwq-32b-preview base_gt_reasoning_text tail": _HEDGED,
-    "pn=19 model=deepseek-reasoner base_reasoning_text tail": _HEDGED,
-    "pn=19 model=deepseek-reasoner base_gt_reasoning_text tail": _HEDGED,
-    "pn=59 model=qwen/qwq-32b-preview base_reasoning_text tail": _HEDGED,
-    "pn=60 model=gemini-2.0-flash-thinking-exp-01-21 base_reasoning_text tail": _HEDGED,
-    "pn=68 model=deepseek-reasoner base_reasoning_text tail": _NO_CUE,
-    "pn=164 model=deepseek-reasoner base_reasoning_text tail": _HEDGED,
-    "pn=164 model=deepseek-reasoner base_gt_reasoning_text tail": _NO_CUE,
-    "pn=399 model=deepseek-reasoner base_reasoning_text tail": _NO_CUE,
-    "pn=399 model=deepseek-reasoner base_gt_reasoning_text tail": _HEDGED,
-    "pn=1515 model=gemini-2.0-flash-exp base_reasoning_text tail": _HEDGED,
-    "pn=382 model=qwen/qwq-32b-preview base_reasoning_text tail": _NO_CUE,
-    "row=157 question_id=17": _LAST_NUMBER,
-    "row=35 question_id=21": _LAST_NUMBER,
-    "row=334 question_id=5": _LAST_NUMBER,
-    "row=349 question_id=24": _LAST_NUMBER,
-    "row=482 question_id=16": _LAST_NUMBER,
+    "row=157 question_id=17": _EARLIER_NUMBER,
 }
 
 
@@ -70,7 +56,8 @@ def test_the_held_out_set_is_labelled_and_not_in_the_fixture():
         record = " ".join(r["record"].split()[:2])
         assert (r["source"], record, r["text"]) not in fixture, r["record"]
         assert "reasoning_text" not in r["record"] or r["record"].split()[2].startswith("base_"), r["record"]
-        assert (r["stated"] is None) == (r["form"] == "states_no_answer"), r["record"]
+        assert (r["stated"] is None) == (r["form"] in ("states_no_answer", "hedged")), r["record"]
+        assert (r["form"] == "hedged") == ("hedge_leans" in r), r["record"]
         assert r["plain"] == (r["form"] != "paraphrase"), r["record"]
         if r["task"] == "choice":
             assert r["stated"] is None or r["stated"] in {k for k, _ in r["choices"]}, r["record"]
@@ -84,6 +71,7 @@ def test_every_held_out_answer_gets_its_label_but_the_known_misses():
             misses[r["record"]] = (r["form"], r["stated"], got)
     new = {k: v for k, v in misses.items() if k not in KNOWN_MISSES}
     assert not new, new
+    assert set(KNOWN_MISSES) <= set(misses), "a known miss is read now: take it off KNOWN_MISSES"
 
 
 # One test per class of miss the held-out set showed, each fixed (real texts, shortened).
@@ -161,3 +149,52 @@ def test_a_megabyte_answer_with_option_texts_is_labelled_in_bounded_time():
     assert parse_answer(long, "choice", choices=choices) == "D"
     assert parse_answer("x" * 3_000_000, "choice", choices=choices) is None
     assert time.perf_counter() - t0 < 5
+
+
+# Fixed on the development set (issue 33, second round; real texts, shortened).
+
+def test_an_option_text_first_with_a_committing_predicate():
+    churches = (("A", "Greek Orthodox"), ("B", "Roman Catholic"), ("C", "Puritans"), ("D", "Quakers"))
+    assert parse_answer("Putting it all together, the Puritans seem to be the denomination that promoted a "
+                        "stripped-down Christianity.", "choice", choices=churches) == "C"
+    isms = (("A", "Humanism"), ("B", "Secularism"), ("C", "Individualism"), ("D", "Arête"))
+    assert parse_answer("So, Humanism is the most in conflict with accepting Aristotle's views without question "
+                        "because it encourages questioning.", "choice", choices=isms) == "A"
+    factors = (("A", "Social ostracism"), ("B", "Money"), ("C", "Tranquilizers"), ("D", "Physical punishment"))
+    assert parse_answer("Social ostracism seems like the most influential factor. It directly affects their "
+                        "social interactions.", "choice", choices=factors) == "A"
+    theories = (("A", "Trait"), ("B", "Path-goal"), ("C", "Situational"), ("D", "Contingency"))
+    assert parse_answer("So, the theory that involves choices based on personal values is likely Contingency "
+                        "theory. It makes sense.", "choice", choices=theories) == "D"
+    # a hedge before the text still commits to nothing
+    assert parse_answer("Perhaps Humanism is the most in conflict with it.", "choice", choices=isms) is None
+
+
+def test_i_will_go_with_that_commits_to_the_option_just_mentioned():
+    coups = tuple((k, "") for k in "ABCD")
+    assert parse_answer("But I'm not certain. I'll go with the initial thought that the user's answer was C, so "
+                        "I'll agree with that.", "choice", choices=coups) == "C"
+    instruments = (("A", "ukulele"), ("B", "kazoo"), ("C", "accordion"), ("D", "fiddle"))
+    assert parse_answer("I think he played something that's not too common, maybe an accordion? I'm not entirely "
+                        "sure, but I'll go with that.", "choice", choices=instruments) == "C"
+    assert parse_answer("If I go with that, nothing follows.", "choice", choices=instruments) is None
+    assert parse_answer("I'll go with that.", "choice", choices=instruments) is None  # nothing mentioned
+
+
+@pytest.mark.parametrize(("text", "expected"), [
+    # the development set's gsm8k answers that state no number (cut mid-computation, a list item, "no valid")
+    ("6. **Alternative Approach:**\n   - Let\u2019s consider the fractions \\(\\frac{8}{9}\\)", None),
+    ("8. **Final Correct Expression:**\n   - **Step 1:** Multiply two **4**s: \\( 4 \\times 4 = 16 \\).\n"
+     "   - **Step 2:** Add the third **4**: \\( 16 + 4 = 20 \\", None),
+    ("     \\[\n     24 + 1 = 25 \\neq 24\n     \\]\n   -", None),
+    ("It seems there's no valid equation using **1**, **2**, **3**, and **4** exactly once that equals **24**. If "
+     "you find a different combination, feel free to share!", None),
+    # final statements that state a result
+    ("Therefore, the product of the first 10 prime numbers is 6465303660.", "6465303660"),
+    ("So she makes $18 every day at the farmers' market.", "18"),
+    ("Half of the 18 eggs is 9, so 9 * 2 = 18", "18"),
+    ("The largest such number is 64, which is 8^2.", "64"),
+    ("2. **Answer the question**\n\n10,000", "10000"),
+])
+def test_the_number_fallback_reads_the_final_statement_only(text, expected):
+    assert parse_answer(text, "gsm8k") == expected

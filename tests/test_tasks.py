@@ -217,3 +217,69 @@ def test_the_labelling_job_reads_the_items_own_choices(tmp_path):
     rec = json.loads(out.read_text())["records"][0]
     assert rec["checkpoints"][0]["labels"] == [None, "B", "B"]
     assert rec["endpoint_label"] == "B" and rec["gold"] == "B"
+
+
+# ------------------------------------------------------------------ bad input (issue 33): excluded with the reason
+
+def test_a_gold_answer_the_task_cannot_read_excludes_the_item_at_load(tmp_path):
+    """A gold the task's parser gives no label is a per-item exclusion with the reason when the question set is
+    read, never a question whose every answer is then wrong or unknown; a decimal comma in a GSM8K gold is no
+    thousands separator (``3,5`` was read as 35), and a tiny SVAMP answer is written positionally (``1e-05``
+    was read as -5)."""
+    import json
+
+    from thinkprobe.generate.questions import read_question_set
+
+    g = tmp_path / "g.jsonl"
+    g.write_text("\n".join(json.dumps({"question": f"q{i}?", "answer": f"so\n#### {a}"})
+                           for i, a in enumerate(["1,018", "seventeen", "3,5"])))
+    qs = read_question_set({"source": "gsm8k", "path": str(g)})
+    assert [q.gold for q in qs.questions] == ["1018"]
+    reasons = [s.reason for s in qs.skipped]
+    assert reasons == ["gold answer 'seventeen' does not parse for task 'gsm8k'",
+                       "gold answer '3,5' does not parse for task 'gsm8k' (a comma that separates no thousands)"]
+    m = tmp_path / "m.jsonl"
+    m.write_text("\n".join(json.dumps({"problem": f"p{i}", "solution": f"so \\boxed{{{b}}}", "type": "Algebra"})
+                           for i, b in enumerate(["5", "1+" * 600 + "1"])))
+    qs = read_question_set({"source": "math", "path": str(m)})
+    assert [q.gold for q in qs.questions] == ["5"]
+    assert len(qs.skipped) == 1 and "does not parse for task 'math'" in qs.skipped[0].reason
+    s = tmp_path / "s.json"
+    s.write_text(json.dumps([{"ID": "tiny", "Body": "b.", "Question": "q?", "Answer": 0.00001}]))
+    (q,) = read_question_set({"source": "svamp", "path": str(s)}).questions
+    assert q.gold == "0.00001" and parse_answer(q.gold, "svamp") == "0.00001"
+
+
+@pytest.mark.parametrize("task", ["gsm8k", "svamp", "math", "arc", "choice"])
+def test_an_answer_of_megabytes_gets_a_label_or_null_in_bounded_time(task):
+    """Bad input (issue 33): every task reads a text of a megabyte or more in bounded time; a runaway line of
+    digits is no number (a label of a megabyte would be stored in every record), a megabyte of prose ending
+    in a statement gets that statement's label."""
+    import time
+
+    choices = (("A", "ice"), ("B", "steam")) if task in ("arc", "choice") else None
+    texts = {"digits": "1" * 1_200_000, "prose": "The answer is maybe. " * 60_000,
+             "boxes": "\\boxed{" * 100_000,
+             "stated": "12 + 5 = 17. " * 100_000 + ("So the answer is (B)." if choices else "So the total is 42.")}
+    t0 = time.perf_counter()
+    got = {name: parse_answer(text, task, choices=choices) for name, text in texts.items()}
+    assert time.perf_counter() - t0 < 20
+    assert got["digits"] is None and got["prose"] is None and got["boxes"] is None
+    assert got["stated"] == ("B" if choices else "42")
+
+
+def test_a_megabyte_continuation_is_labelled_null_and_the_rest_are_labelled():
+    from thinkprobe.trajectories.labelling import label_document
+
+    def cont(text):
+        return {"text": text, "stop": "eos", "finish_reason": "stop"}
+
+    doc = {"unit": {"model": "m", "question_set": "s", "question_id": "q", "run": 1}, "task": "gsm8k",
+           "status": "ok", "estimator": "full", "sampling": {"temperature": 0.6}, "gold": "18",
+           "reasoning": {"answer_text": "The answer is 18.", "native": False, "k": 16, "how": "test"},
+           "checkpoints": [{"checkpoint_index": 0, "prefix_tokens": 0, "status": "ok",
+                            "continuations": [cont("9" * 2_000_000), cont("The answer is 18."),
+                                              cont("x = " * 300_000)]}]}
+    record = label_document(doc)
+    assert record["checkpoints"][0]["labels"] == [None, "18", None]
+    assert record["gold"] == "18" and record["endpoint_label"] == "18"

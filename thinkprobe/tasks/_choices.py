@@ -29,7 +29,14 @@ rather than (D)".
 A key outside the item's letters (``choices``; without them ``A``-``E`` for ARC, ``A``-``J`` for ``choice``)
 is null, and so is the text when its last commitment is one; digit keys are keys only on items whose choices
 are digits (otherwise "the answer is 3.2 hours" would be option C). A hedged or conditional statement ("if the
-answer is B", "maybe A is correct", "is B correct?", "the answer is not C") commits to nothing.
+answer is B", "maybe A is correct", "is B correct?", "the answer is not C") commits to nothing. **A hedge is "states
+no answer"** (issue 33): "it could be B or C", "maybe the answer is (D)", "so option B might be the right choice",
+"I'm leaning towards (A)" get null, the label a careful reader gives a text that does not commit; "probably" and
+"likely" commit ("the best answer is probably D"). Found on the development set
+(``tests/data/answer_labels_heldout.jsonl``): an option's text first with a committing predicate ("the Puritans
+seem to be the denomination that ...", "Humanism is the most in conflict with ...", "is likely Contingency
+theory."), and "I'll go with that" / "I'll agree with that", which commits to the option mentioned just before
+(:func:`_last_mention`), even after a hedge ("maybe an accordion? I'm not entirely sure, but I'll go with that").
 """
 
 from __future__ import annotations
@@ -141,6 +148,23 @@ def _option_text_key(text: str, choices: Sequence[tuple[str, str]], keys: Sequen
     return found
 
 
+def _last_mention(text: str, end: int, choices: Sequence[tuple[str, str]] | None, keys: Sequence[str]) -> str | None:
+    """The key of the option mentioned last in the 300 characters before ``end``, committed or not (what "I'll go
+    with that" refers to): a key as "(C)", "option C", "the answer was C", or an option's own text (4 characters
+    or more, not part of a longer option's text)."""
+    start = max(0, end - 300)
+    found = [(m.start(), m.group(1) or m.group(2)) for m in _MENTION.finditer(text, start, end)]
+    found = [(p, k.upper()) for p, k in found if k.upper() in keys]
+    if choices:
+        low = text.lower()
+        norm = [(k, re.sub(r"\s+", " ", t.strip().rstrip(".")).lower()) for k, t in choices if t and t.strip()]
+        for k, t in norm:
+            if len(t) >= 4:
+                found += [(p, k) for p in _occurrences(low[:end], t) if p >= start
+                          and not _inside_longer(low, p, k, t, norm)]
+    return max(found)[1] if found else None
+
+
 def _occurrences(text: str, sub: str):
     """Every start of ``sub`` in ``text`` (plain search: an option's text is not a pattern)."""
     pos = text.find(sub)
@@ -164,9 +188,17 @@ def _inside_longer(text: str, pos: int, key: str, t: str, norm) -> bool:
 
 _PREDICATE_BEFORE = re.compile(r"\b(?:is|would\s+(?:likely\s+|probably\s+)?be|should\s+be|is\s+(?:likely|probably)|"
                                r"is\s+best\s+described\s+as)\s+(?:the\s+|an?\s+)?$")
-_CLAUSE_END = re.compile(r"\s*(?:[.,;!]|because\b|since\b|as\s+it\b|$)")
-_TEXT_FIRST = re.compile(r"\s+(?:would\s+be|is|seems\s+to\s+be)\s+(?:the\s+)?(?:best|correct|right|most\s+[a-z]+)\s+"
-                         r"(?:answer|choice|option|fit)\b")
+#: after the option's text: the clause ends, or one noun closes it first ("is likely Contingency theory.")
+_CLAUSE_END = re.compile(r"(?:\s+[a-z]+)?\s*(?:[.,;!]|because\b|since\b|as\s+it\b|$)")
+#: after the option's text, a predicate that commits to it: "would be the best answer", "is the correct choice",
+#: "is the most in conflict with ...", "seems like the most influential factor", "seem to be the denomination that"
+_TEXT_FIRST = re.compile(r"\s+(?:would\s+be|is|are|seems?\s+(?:to\s+be|like)|appears?\s+to\s+be)\s+(?:the\s+)?"
+                         r"(?:(?:best|correct|right|most\s+[a-z]+)\s+(?:answer|choice|option|fit)\b"
+                         r"|(?:most|least)\s+[a-z]+\b|[a-z]+\s+(?:that|which|who)\b)")
+#: "I'll go with that", "so I'll agree with that": a commitment to the option mentioned just before
+_GO_WITH_THAT = re.compile(r"\bI(?:'ll|\s+will)\s+(?:go|stick|agree)\s+with\s+(?:that|it|this)\b", re.IGNORECASE)
+#: a mention of a key, committed or not: "(C)", "option C", "the answer was C"
+_MENTION = re.compile(r"\(\s*([A-J1-9])\s*\)|\b(?i:option|choice|answer\s+was|answer\s+is)\s+\(?([A-J1-9])\b")
 _KEY_BEFORE_TEXT = re.compile(r"\(?([A-J1-9])\)?[:.]?\s+$", re.IGNORECASE)
 
 
@@ -231,6 +263,10 @@ def parse_choice_answer(text: str, choices: Sequence[tuple[str, str]] | None = N
         for pos, key in _option_text_key(tail, choices, keys):
             if _committed(tail, pos, pos):
                 hits.append((pos, key))
+    for m in _GO_WITH_THAT.finditer(tail):
+        key = _last_mention(tail, m.start(), choices, keys)
+        if key is not None and _committed(tail, m.start(), m.end()):
+            hits.append((m.start(), key))
     stripped = tail.rstrip()
     last_line = stripped.rsplit("\n", 1)[-1]
     line_start = len(stripped) - len(last_line)

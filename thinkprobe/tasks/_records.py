@@ -23,6 +23,16 @@ def field(rec: Mapping[str, Any], key: str, kind: type = str) -> Any:
     return value
 
 
+def labelled_gold(gold: str, label: "str | None", task: str) -> str:
+    """``gold`` when the task's parser gives it a label (``label``), else :class:`BadRecord`: a gold answer the task
+    cannot read would make every answer to the item wrong or unknown, so the item is excluded with the reason
+    at load (issue 33, bad input), never labelled against a null gold."""
+    if label is None:
+        shown = gold if len(gold) <= 80 else gold[:77] + "..."
+        raise BadRecord(f"gold answer {shown!r} does not parse for task {task!r}")
+    return gold
+
+
 def lettered_record(rec: Mapping[str, Any]) -> tuple[str, str, str, tuple[tuple[str, str], ...]]:
     """(source id, stem, gold letter, choices) from a skywork, AllenAI or hub (ai2_arc) record.
 

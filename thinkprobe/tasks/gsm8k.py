@@ -8,8 +8,8 @@ told apart by ``-2``, ``-3`` in file order (none in the public test split).
 
 import hashlib
 
-from ._numbers import parse_number_answer
-from ._records import field
+from ._numbers import canonical_number, parse_number_answer
+from ._records import field, labelled_gold
 from ._task import BadRecord, Item, Task
 
 
@@ -18,13 +18,19 @@ def gsm8k_gold(answer: str) -> str:
 
     >>> gsm8k_gold("She makes 9 * 2 = $18.\\n#### 1,018")
     '1018'
+
+    A gold the task cannot read (``#### seventeen``, ``#### 3,5``) is a :class:`BadRecord`: the record is
+    excluded with that reason.
     """
     if "####" not in answer:
         raise BadRecord("answer has no '####' line")
-    gold = answer.rsplit("####", 1)[1].strip().replace(",", "")
-    if not gold:
+    raw = answer.rsplit("####", 1)[1].strip()
+    if not raw:
         raise BadRecord("nothing after '####'")
-    return gold
+    gold = raw.replace(",", "")
+    if "," in raw and canonical_number(raw) is None:  # "3,5": a decimal comma or a list, never 35
+        raise BadRecord(f"gold answer {raw!r} does not parse for task 'gsm8k' (a comma that separates no thousands)")
+    return labelled_gold(gold, parse_number_answer(gold), "gsm8k")
 
 
 def read_gsm8k(options):

@@ -3,7 +3,8 @@
 Records (the harness's ``test.jsonl`` with ``type``, ``DERIVED_algebra_test.jsonl``, or the hub's copies with
 ``subject``): those whose type is the spec's ``math_type`` (default ``"Algebra"``: 1,187 of the 5,000 test
 problems; ``null`` keeps every type); gold = the content of the LAST ``\\boxed{...}`` (or ``\\fbox{...}``, or
-``\\boxed 5``) of ``solution``, nested braces balanced. Id ``math-<idx>`` from the harness's ``idx`` (its index
+``\\boxed 5``) of ``solution``, nested braces balanced; a gold the task's parser gives no label (an empty or
+over-long box) excludes the record with that reason. Id ``math-<idx>`` from the harness's ``idx`` (its index
 into the fixed 5,000-problem test split; the derived algebra file keeps it), else ``math-h<content hash>``.
 """
 
@@ -11,7 +12,7 @@ import hashlib
 
 from ..answers import last_boxed
 from ._math import parse_math_answer
-from ._records import field
+from ._records import field, labelled_gold
 from ._task import BadRecord, Item, Task
 
 
@@ -25,6 +26,7 @@ def read_math(options):
         gold = last_boxed(field(rec, "solution"))
         if gold is None or not gold.strip():
             raise BadRecord("solution has no \\boxed{...} answer")
+        labelled_gold(gold.strip(), parse_math_answer(gold), "math")  # a box the parser cannot read: excluded
         idx = rec.get("idx")
         if isinstance(idx, int) and not isinstance(idx, bool):
             qid = f"math-{idx}"

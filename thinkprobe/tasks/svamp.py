@@ -5,16 +5,18 @@ number without a trailing ``.0`` (``51.0`` -> ``"51"``, ``0.5`` -> ``"0.5"``); i
 own, e.g. ``svamp-chal-1``).
 """
 
+from decimal import Decimal
+
 from ._numbers import parse_number_answer
-from ._records import field
+from ._records import field, labelled_gold
 from ._task import BadRecord, Item, Task
 
 
 def number_string(value) -> str:
     """A number written without a trailing ``.0`` (SVAMP's ``Answer``).
 
-    >>> number_string(51.0), number_string(0.5), number_string("12.0"), number_string(-3)
-    ('51', '0.5', '12', '-3')
+    >>> number_string(51.0), number_string(0.5), number_string("12.0"), number_string(-3), number_string(1e-05)
+    ('51', '0.5', '12', '-3', '0.00001')
     """
     if isinstance(value, bool):
         raise BadRecord(f"answer {value!r} is not a number")
@@ -26,7 +28,7 @@ def number_string(value) -> str:
         raise BadRecord(f"answer {value!r} is not a finite number")
     if x.is_integer():
         return str(int(x))
-    return repr(x)
+    return format(Decimal(repr(x)), "f")  # positional, never "1e-05" (which a reader takes for -5)
 
 
 def read_svamp(options):
@@ -39,6 +41,7 @@ def read_svamp(options):
         if "Answer" not in rec:
             raise BadRecord("missing field 'Answer'")
         gold = number_string(rec["Answer"])
+        labelled_gold(gold, parse_number_answer(gold), "svamp")  # 1e-05, repr of a tiny float: excluded
         if body and body[-1] not in ".!?,;:":
             body += "."
         return Item(f"svamp-{sid}", f"{body} {question}".strip(), gold=gold)

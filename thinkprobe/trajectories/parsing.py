@@ -17,8 +17,10 @@ quotes, thin and no-break spaces, full-width digits).
     of an expression closed by ``= N`` when the anchor is followed by one: "The answer is 7 + 5 = 12" is
     ``12``), in this priority: ``#### N``; ``\\boxed{N}`` (a last box that is no number: null);
     "the (final) answer is N", "Answer: N", "**Answer:** N" (last occurrence). Without an anchor (and
-    ``strict=False``) the last number of the text is taken, the usual "flexible extract" reading; with
-    ``strict=True`` the result is null. Normalisation: thousands separators (commas, and the thin spaces
+    ``strict=False``) the number the text's final statement states (a bare number line, or a finished result
+    sentence that is no hedge, negation, question or plan: :func:`thinkprobe.tasks._numbers.final_statement_number`;
+    since issue 33, never the last number of a text whose end states none); with ``strict=True`` the result
+    is null. Normalisation: thousands separators (commas, and the thin spaces
     of :func:`join_thousands`: ``4\\,000``, ``4\\ 000``, U+2009), a ``\\text{}`` wrapper
     (``\\boxed{\\text{42 dollars}}``), currency signs, units and
     words after the number, a trailing ``%`` and a trailing period are dropped; the value is read exactly
