@@ -13,7 +13,7 @@ import sys as _sys
 
 from snakemake.exceptions import WorkflowError
 
-from thinkprobe.codedeps import script_code as _script_code
+from thinkprobe import rulebook as _rulebook
 from thinkprobe.generate import jobres as _jobres
 from thinkprobe.stages import batches as _batches
 from thinkprobe.study.workflowplan import WorkflowPlanError, workflow_plan
@@ -67,12 +67,26 @@ def study_targets(*names):
     return [f for name in names for f in _TARGETS[name]]
 
 
-def script_code(script, *data):
-    """A rule's `code` param: the hash of the thinkprobe modules (and package files) its script's imports reach
-    (thinkprobe.codedeps.script_code), so that editing a module reruns exactly the rules whose scripts use it.
-    ``data``: modules the job's inputs depend on besides its script, e.g. ``"tracefiles"`` (where they lie)."""
-    return _script_code(workflow.source_path(f"../workflow/scripts/{script}"), *data)
+# ---- what the library knows of each rule with a script (thinkprobe/rulebook.py: RULES), read from there ----
+# Its script (`script: rule_script("<rule>")`), its code hash (`code=rule_code("<rule>")`) and whether it runs in
+# the Snakemake process (declared below for all of them: no rule with a script writes `localrule:`).
+# tests/test_rulebook.py checks with the parsed workflow that the rules and the table agree.
 
+# what the `localrules:` directive compiles to (the directive itself takes rule names written out, no expression)
+workflow.localrules(*_rulebook.local_rules(config))
+
+
+def rule_script(name):
+    """The script rule ``name`` runs (thinkprobe.rulebook.script_path): ``script: rule_script("graph")``."""
+    return _rulebook.script_path(name)
+
+
+def rule_code(name):
+    """Rule ``name``'s `code` param: the hash of the thinkprobe modules (and package files) its script's imports
+    reach, and of what thinkprobe.rulebook.RULES adds for it (thinkprobe.codedeps.script_code), so that editing a
+    module reruns exactly the rules whose scripts use it."""
+    script = workflow.source_path(f"{_rulebook.RULE_SCRIPTS}/{_rulebook.rule(name).script}")
+    return _rulebook.code(name, _os.path.dirname(script))
 
 
 def file_sha(path):

@@ -11,7 +11,7 @@ rule metrics:
         units=batch_units,
         analysis=sections("metrics"),
         hedge_lexicon=file_sha(config["analysis"]["metrics"]["hedge_lexicon"]),
-        code=script_code("metrics.py"),
+        code=rule_code("metrics"),
     wildcard_constraints:
         model="[A-Za-z0-9._-]+",
     log:
@@ -24,7 +24,7 @@ rule metrics:
     conda:
         PLAN.envs["cpu"]
     script:
-        "../workflow/scripts/metrics.py"
+        rule_script("metrics")
 
 
 rule aggregate:
@@ -38,14 +38,13 @@ rule aggregate:
     params:
         # input problems and the records a collected question set left out (stage "questions")
         problems=[p.as_row() for p in PLAN.discovery.problems] + PLAN.collect.skipped_rows(),
-        code=script_code("aggregate.py"),
+        code=rule_code("aggregate"),
     log:
         "results/logs/aggregate.log",
-    localrule: True
     conda:
         PLAN.envs["cpu"]
     script:
-        "../workflow/scripts/aggregate.py"
+        rule_script("aggregate")
 
 
 rule profiles:
@@ -55,11 +54,10 @@ rule profiles:
         "results/tables/profiles.parquet",
     params:
         analysis=sections("profile"),
-        code=script_code("profiles.py"),
+        code=rule_code("profiles"),
     log:
         "results/logs/profiles.log",
-    localrule: True
     conda:
         PLAN.envs["cpu"]
     script:
-        "../workflow/scripts/profiles.py"
+        rule_script("profiles")

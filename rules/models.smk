@@ -40,15 +40,13 @@ rule fetch_model:
         model="|".join(re.escape(m) for m in PLAN.hub_models) or "(?!)",
     log:
         "results/logs/fetch_model/{model}.log",
-    # on the machine that runs Snakemake (a login node, with network) unless resources.fetch_local is false
-    localrule: config["resources"]["fetch_local"]
     resources:
         mem_mb=2000,
         runtime=240,
     conda:
         PLAN.envs["cpu"]  # huggingface_hub: a download needs no GPU environment (built on the login node otherwise)
     script:
-        "../workflow/scripts/fetch_model.py"
+        rule_script("fetch_model")
 
 
 # Writes the lock file's `models:` section from the manifests (a rule without output: it runs whenever it
@@ -61,11 +59,10 @@ rule fetch_models:
         lock=str(PLAN.lock_file),
     log:
         "results/logs/fetch_models.log",
-    localrule: True
     conda:
         PLAN.envs["cpu"]
     script:
-        "../workflow/scripts/write_lock.py"
+        rule_script("fetch_models")
 
 
 rule fetch_dataset:
@@ -85,14 +82,13 @@ rule fetch_dataset:
         question_set="|".join(re.escape(q) for q in PLAN.hub_datasets) or "(?!)",
     log:
         "results/logs/fetch_dataset/{question_set}.log",
-    localrule: config["resources"]["fetch_local"]
     resources:
         mem_mb=2000,
         runtime=60,
     conda:
         PLAN.envs["cpu"]  # huggingface_hub, as for fetch_model
     script:
-        "../workflow/scripts/fetch_dataset.py"
+        rule_script("fetch_dataset")
 
 
 rule fetch_datasets:
@@ -103,11 +99,10 @@ rule fetch_datasets:
         lock=str(PLAN.lock_file),
     log:
         "results/logs/fetch_datasets.log",
-    localrule: True
     conda:
         PLAN.envs["cpu"]
     script:
-        "../workflow/scripts/write_lock.py"
+        rule_script("fetch_datasets")
 
 
 # Clones every git input (a rule without output: it checks the clones each time it is asked for, and clones
@@ -118,11 +113,10 @@ rule fetch_corpus:
         cache=str(PLAN.corpus_cache),
     log:
         "results/logs/fetch_corpus.log",
-    localrule: True
     conda:
         PLAN.envs["cpu"]  # and git, from the system
     script:
-        "../workflow/scripts/fetch_corpus.py"
+        rule_script("fetch_corpus")
 
 
 rule plan:
@@ -133,11 +127,10 @@ rule plan:
         rows="results/plan/plan.json",
     params:
         study={k: config[k] for k in ("models", "question_sets", "collection", "trajectories", "resources", "planning")},
-        code=script_code("plan.py"),
+        code=rule_code("plan"),
     log:
         "results/logs/plan.log",
-    localrule: True
     conda:
         PLAN.envs["cpu"]
     script:
-        "../workflow/scripts/plan.py"
+        rule_script("plan")

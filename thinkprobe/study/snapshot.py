@@ -76,19 +76,20 @@ REDERIVABLE = ("kruskal", "model_vs_domain", "length_excluded", "length_partial"
 
 
 def stage_hashes() -> dict[str, str]:
-    """Today's source hash of every stage a snapshot table depends on: the ``code`` param of its rule (the
-    rule's :func:`~thinkprobe.codedeps.script_code`, as ``rules/*.smk`` write it)."""
-    from ..codedeps import SCRIPTS_DIR, code_modules, rule_scripts, script_code
+    """Today's source hash of every stage a snapshot table depends on: the ``code`` param of its rule
+    (:func:`thinkprobe.rulebook.code`, as the rule files compute it), from the rule scripts of this checkout
+    (:func:`thinkprobe.rulebook.scripts_dir`: an error naming what is missing outside a checkout)."""
+    from .. import rulebook
+    from ..codedeps import code_modules
     from ..encoder import load_encoder
     from ..outputs import source_hash
     from ..params import Params
     from ..pipeline import ablation
     from ..traces import read_traces
 
-    rules = rule_scripts()
     stages = {s for chain in TABLE_CHAINS.values() for s in chain if s != "ablate"}
-    out = {s: script_code(SCRIPTS_DIR / rules[RULE_OF.get(s, s.replace(".", "_"))].script,
-                          *rules[RULE_OF.get(s, s.replace(".", "_"))].code[1:]) for s in stages}
+    folder = rulebook.scripts_dir()
+    out = {s: rulebook.code(RULE_OF.get(s, s.replace(".", "_")), folder) for s in stages}
     # `thinkprobe ablate`: the pipeline's ablation on traces read from files, with the encoder and parameters
     out["ablate"] = source_hash(code_modules(ablation, read_traces, load_encoder, Params))
     return out
