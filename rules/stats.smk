@@ -346,7 +346,7 @@ rule stats_claims:
         alpha=_STATS_PARAMS["alpha"],
         dimensions=DIMENSION_SPEC,
         permutation=STATS_PERMUTATION,
-        register=_register_digest(),  # sha256 of config/claims.yaml: an edited criterion reruns the claims
+        register=_register_digest(),  # sha256 of thinkprobe/data/claims.yaml: an edited criterion reruns the claims
         code=rule_code("stats_claims"),
     log:
         "results/logs/stats/claims.log",

@@ -68,7 +68,7 @@ TABLE_CHAINS: dict[str, tuple[str, ...]] = {
                "stats.ablation", "stats.sensitivity", "stats.agreement", "stats.claims"),
     "ablate": ("ablate",),
 }
-# tables whose rows the claim register (config/claims.yaml) decides: its sha256 is part of their code hash
+# tables whose rows the claim register (thinkprobe/data/claims.yaml) decides: its sha256 is part of their code hash
 REGISTER_TABLES = ("claims",)
 # tables that only need the snapshot's per-trace tables: re-derivable without the corpus
 REDERIVABLE = ("kruskal", "model_vs_domain", "length_excluded", "length_partial", "aggregation_robustness",
@@ -128,7 +128,7 @@ def table_code(config: dict[str, Any], hashes: dict[str, str] | None = None,
                root: str | Path = ".") -> dict[str, str]:
     """Per snapshot table: one sha256 over the code hashes of its stages and the configuration it reads
     (``analysis`` for every table; ``stats`` for the statistics; for the claims table also the sha256 of the
-    claim register ``config/claims.yaml`` under ``root``, so a criterion edited after the snapshot makes the
+    claim register of the package under ``root`` (``thinkprobe/data/claims.yaml``), so a criterion edited after the snapshot makes the
     claims table stale)."""
     from ..stats.register import register_digest
 
