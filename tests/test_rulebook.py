@@ -152,7 +152,7 @@ def test_the_rule_book_refuses_an_unknown_rule_a_code_hash_it_has_not_and_a_miss
 # ------------------------------------------------------------------ the package alone, without the rule files
 
 _ALONE = r'''
-import json, sys
+import json, shutil, sys
 from pathlib import Path
 import thinkprobe
 from thinkprobe import rulebook
@@ -163,29 +163,23 @@ from thinkprobe.study.study_jobs import study_jobs
 config = json.loads(sys.argv[1])
 out = {"package": thinkprobe.__file__, "jobs": study_jobs(config, 1),
        "register": str(register.register_path()), "claims": len(register.load_register()),
-       "sha256": register.register_digest()}
+       "sha256": register.register_digest(), "stages": snapshot.stage_hashes(),
+       "codes": {n: rulebook.code(n) for n, r in rulebook.RULES.items() if not r.no_code}}
+shutil.rmtree(Path(thinkprobe.__file__).parents[1] / "workflow")  # the package alone, as pip installs it
+out["jobs_alone"] = study_jobs(config, 1)
 try:
-    out["stages"] = snapshot.stage_hashes()
-    out["codes"] = {n: rulebook.code(n) for n, r in rulebook.RULES.items() if not r.no_code}
+    snapshot.stage_hashes()
 except rulebook.WorkflowFilesMissing as exc:
     out["missing"] = str(exc)
 print("ALONE " + json.dumps(out))
 '''
 
 
-def _alone(pkg: Path, config: dict) -> dict:
-    proc = subprocess.run([sys.executable, "-c", _ALONE, json.dumps(config)], capture_output=True, text=True,
-                          timeout=120, cwd=pkg.parent, env={**os.environ, "PYTHONPATH": str(pkg)})
-    line = next((ln for ln in proc.stdout.splitlines() if ln.startswith("ALONE ")), None)
-    assert line, proc.stderr[-3000:]
-    return json.loads(line[len("ALONE "):])
-
-
 @pytest.mark.fast
 def test_the_package_without_the_rule_files_has_its_code_hashes_study_jobs_and_claim_register(tmp_path):
     """A copy of the package beside the workflow's scripts only (no rules/, no config/): the same code hashes and
-    study-wide jobs as the checkout, and its own claim register; without the scripts too, everything but the code
-    hashes, which fail saying the scripts are missing."""
+    study-wide jobs as the checkout, and its own claim register; without the scripts too, the same study-wide jobs,
+    and the code hashes fail saying the scripts are missing."""
     from thinkprobe.stats import register
     from thinkprobe.study import snapshot
     from thinkprobe.study.planner import study_config
@@ -197,18 +191,32 @@ def test_the_package_without_the_rule_files_has_its_code_hashes_study_jobs_and_c
     assert not (pkg / "rules").exists() and not (pkg / "config").exists()
     config = study_config([])
     config["stats"].update(enabled=True, sensitivity_encoder="a second encoder")  # every family of study-wide jobs
-    got = _alone(pkg, config)
+    proc = subprocess.run([sys.executable, "-c", _ALONE, json.dumps(config)], capture_output=True, text=True,
+                          timeout=120, cwd=tmp_path, env={**os.environ, "PYTHONPATH": str(pkg)})
+    line = next((ln for ln in proc.stdout.splitlines() if ln.startswith("ALONE ")), None)
+    assert line, proc.stderr[-3000:]
+    got = json.loads(line[len("ALONE "):])
     assert got["package"] == str(pkg / "thinkprobe" / "__init__.py")
-    assert got["jobs"] == study_jobs(config, 1) and len(got["jobs"]) >= 25
+    assert got["jobs"] == study_jobs(config, 1) and len(got["jobs"]) >= 25 and got["jobs_alone"] == got["jobs"]
     assert got["jobs"]["stats_sensitivity"] and not got["jobs"]["stats_kruskal"] and "traj_join" in got["jobs"]
     assert got["stages"] == snapshot.stage_hashes()
     assert got["codes"] == {n: rulebook.code(n) for n, r in rulebook.RULES.items() if not r.no_code}
     assert got["register"] == str(pkg / register.REGISTER)
     assert got["claims"] == len(register.load_register()) and got["sha256"] == register.register_digest()
+    assert got["missing"].startswith(f"the rule scripts are not in {pkg / 'workflow' / 'scripts'} (missing: ")
+    assert "a checkout of the repository holds beside the package" in got["missing"]
 
-    shutil.rmtree(pkg / "workflow")  # the package alone, as pip installs it
-    alone = _alone(pkg, config)
-    assert alone["jobs"] == got["jobs"] and alone["claims"] == got["claims"]
-    assert "stages" not in alone
-    assert alone["missing"].startswith(f"the rule scripts are not in {pkg / 'workflow' / 'scripts'} (missing: ")
-    assert "a checkout of the repository holds beside the package" in alone["missing"]
+
+@pytest.mark.fast
+def test_the_claim_register_has_one_home_shipped_as_package_data():
+    import fnmatch
+    import tomllib
+
+    from thinkprobe.stats import register
+
+    globs = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))["tool"]["setuptools"][
+        "package-data"]["thinkprobe"]
+    inside = Path(register.REGISTER).relative_to("thinkprobe").as_posix()
+    assert any(fnmatch.fnmatch(inside, g) for g in globs), f"{register.REGISTER} is not in pyproject's package-data"
+    assert register.register_path() == REPO / register.REGISTER and register.register_path().is_file()
+    assert not (REPO / "config" / "claims.yaml").exists()
