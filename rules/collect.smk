@@ -31,7 +31,7 @@ rule import_traces:
     conda:
         PLAN.envs["cpu"]
     script:
-        rule_script("import_traces")
+        "../workflow/scripts/import_traces.py"
 
 
 # ---- trace collection (thinkprobe.generate): one job per model x question set x batch of questions ----
@@ -76,4 +76,4 @@ if PLAN.collect.units:
         conda:
             PLAN.envs["gpu"]
         script:
-            rule_script("collect")
+            "../workflow/scripts/collect.py"

@@ -68,17 +68,13 @@ def study_targets(*names):
 
 
 # ---- what the library knows of each rule with a script (thinkprobe/rulebook.py: RULES), read from there ----
-# Its script (`script: rule_script("<rule>")`), its code hash (`code=rule_code("<rule>")`) and whether it runs in
-# the Snakemake process (declared below for all of them: no rule with a script writes `localrule:`).
-# tests/test_rulebook.py checks with the parsed workflow that the rules and the table agree.
+# Its code hash (`code=rule_code("<rule>")`) and whether it runs in the Snakemake process (declared below for all of
+# them: no rule with a script writes `localrule:`). Its `script:` stays a literal in the rule: Snakemake's `code`
+# rerun trigger records that directive's text, so an expression there would rerun every job once.
+# tests/test_rulebook.py checks with the parsed workflow that the rules (their scripts too) and the table agree.
 
 # what the `localrules:` directive compiles to (the directive itself takes rule names written out, no expression)
 workflow.localrules(*_rulebook.local_rules(config))
-
-
-def rule_script(name):
-    """The script rule ``name`` runs (thinkprobe.rulebook.script_path): ``script: rule_script("graph")``."""
-    return _rulebook.script_path(name)
 
 
 def rule_code(name):

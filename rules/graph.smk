@@ -22,4 +22,4 @@ rule graph:
     conda:
         PLAN.envs["cpu"]
     script:
-        rule_script("graph")
+        "../workflow/scripts/graph.py"

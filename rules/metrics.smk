@@ -24,7 +24,7 @@ rule metrics:
     conda:
         PLAN.envs["cpu"]
     script:
-        rule_script("metrics")
+        "../workflow/scripts/metrics.py"
 
 
 rule aggregate:
@@ -44,7 +44,7 @@ rule aggregate:
     conda:
         PLAN.envs["cpu"]
     script:
-        rule_script("aggregate")
+        "../workflow/scripts/aggregate.py"
 
 
 rule profiles:
@@ -60,4 +60,4 @@ rule profiles:
     conda:
         PLAN.envs["cpu"]
     script:
-        rule_script("profiles")
+        "../workflow/scripts/profiles.py"

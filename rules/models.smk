@@ -46,7 +46,7 @@ rule fetch_model:
     conda:
         PLAN.envs["cpu"]  # huggingface_hub: a download needs no GPU environment (built on the login node otherwise)
     script:
-        rule_script("fetch_model")
+        "../workflow/scripts/fetch_model.py"
 
 
 # Writes the lock file's `models:` section from the manifests (a rule without output: it runs whenever it
@@ -62,7 +62,7 @@ rule fetch_models:
     conda:
         PLAN.envs["cpu"]
     script:
-        rule_script("fetch_models")
+        "../workflow/scripts/write_lock.py"
 
 
 rule fetch_dataset:
@@ -88,7 +88,7 @@ rule fetch_dataset:
     conda:
         PLAN.envs["cpu"]  # huggingface_hub, as for fetch_model
     script:
-        rule_script("fetch_dataset")
+        "../workflow/scripts/fetch_dataset.py"
 
 
 rule fetch_datasets:
@@ -102,7 +102,7 @@ rule fetch_datasets:
     conda:
         PLAN.envs["cpu"]
     script:
-        rule_script("fetch_datasets")
+        "../workflow/scripts/write_lock.py"
 
 
 # Clones every git input (a rule without output: it checks the clones each time it is asked for, and clones
@@ -116,7 +116,7 @@ rule fetch_corpus:
     conda:
         PLAN.envs["cpu"]  # and git, from the system
     script:
-        rule_script("fetch_corpus")
+        "../workflow/scripts/fetch_corpus.py"
 
 
 rule plan:
@@ -133,4 +133,4 @@ rule plan:
     conda:
         PLAN.envs["cpu"]
     script:
-        rule_script("plan")
+        "../workflow/scripts/plan.py"

@@ -44,7 +44,7 @@ rule trace_pages:
     conda:
         PLAN.envs["cpu"]
     script:
-        rule_script("trace_pages")
+        "../workflow/scripts/trace_pages.py"
 
 
 rule model_summaries:
@@ -71,4 +71,4 @@ rule model_summaries:
     conda:
         PLAN.envs["cpu"]
     script:
-        rule_script("model_summaries")
+        "../workflow/scripts/model_summaries.py"

@@ -23,7 +23,7 @@ rule figures:
     conda:
         PLAN.envs["cpu"]
     script:
-        rule_script("figures")
+        "../workflow/scripts/figures.py"
 
 
 rule report_tables:
@@ -55,4 +55,4 @@ rule report_tables:
     conda:
         PLAN.envs["cpu"]
     script:
-        rule_script("report_tables")
+        "../workflow/scripts/report_tables.py"

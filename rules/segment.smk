@@ -31,4 +31,4 @@ rule segment:
     conda:
         PLAN.envs["gpu"] if config["resources"]["encoder_gpu"] else PLAN.envs["cpu"]
     script:
-        rule_script("segment")
+        "../workflow/scripts/segment.py"

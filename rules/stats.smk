@@ -101,7 +101,7 @@ rule stats_kruskal:
     conda:
         PLAN.envs["cpu"]
     script:
-        rule_script("stats_kruskal")
+        "../workflow/scripts/stats_kruskal.py"
 
 
 rule stats_dunn:
@@ -117,7 +117,7 @@ rule stats_dunn:
     conda:
         PLAN.envs["cpu"]
     script:
-        rule_script("stats_dunn")
+        "../workflow/scripts/stats_dunn.py"
 
 
 rule stats_spearman:
@@ -132,7 +132,7 @@ rule stats_spearman:
     conda:
         PLAN.envs["cpu"]
     script:
-        rule_script("stats_spearman")
+        "../workflow/scripts/stats_spearman.py"
 
 
 rule stats_stability:
@@ -149,7 +149,7 @@ rule stats_stability:
     conda:
         PLAN.envs["cpu"]
     script:
-        rule_script("stats_stability")
+        "../workflow/scripts/stats_stability.py"
 
 
 rule stats_cycles:
@@ -169,7 +169,7 @@ rule stats_cycles:
     conda:
         PLAN.envs["cpu"]
     script:
-        rule_script("stats_cycles")
+        "../workflow/scripts/stats_cycles.py"
 
 
 rule stats_confound:
@@ -189,7 +189,7 @@ rule stats_confound:
     conda:
         PLAN.envs["cpu"]
     script:
-        rule_script("stats_confound")
+        "../workflow/scripts/stats_confound.py"
 
 
 rule stats_ablation:
@@ -212,7 +212,7 @@ rule stats_ablation:
     conda:
         PLAN.envs["cpu"]
     script:
-        rule_script("stats_ablation")
+        "../workflow/scripts/stats_ablation.py"
 
 
 rule stats_robustness:
@@ -228,7 +228,7 @@ rule stats_robustness:
     conda:
         PLAN.envs["cpu"]
     script:
-        rule_script("stats_robustness")
+        "../workflow/scripts/stats_robustness.py"
 
 
 rule stats_sensitivity:
@@ -251,7 +251,7 @@ rule stats_sensitivity:
     conda:
         PLAN.envs["cpu"]
     script:
-        rule_script("stats_sensitivity")
+        "../workflow/scripts/stats_sensitivity.py"
 
 
 rule stats_agreement:
@@ -273,7 +273,7 @@ rule stats_agreement:
     conda:
         PLAN.envs["cpu"]
     script:
-        rule_script("stats_agreement")
+        "../workflow/scripts/stats_agreement.py"
 
 
 for _fig, _inputs in STATS_FIGURES.items():
@@ -300,7 +300,7 @@ for _fig, _inputs in STATS_FIGURES.items():
         conda:
             PLAN.envs["cpu"]
         script:
-            rule_script(f"stats_fig_{_fig}")  # stats_figure.py (evaluated again when the job runs, _fig then the last)
+            "../workflow/scripts/stats_figure.py"
 
 
 rule stats_pages:
@@ -324,7 +324,7 @@ rule stats_pages:
     conda:
         PLAN.envs["cpu"]
     script:
-        rule_script("stats_pages")
+        "../workflow/scripts/stats_pages.py"
 
 
 rule stats:
@@ -353,7 +353,7 @@ rule stats_claims:
     conda:
         "../envs/cpu.yaml"
     script:
-        rule_script("stats_claims")
+        "../workflow/scripts/stats_claims.py"
 
 
 rule stats_summary:
@@ -368,4 +368,4 @@ rule stats_summary:
     conda:
         PLAN.envs["cpu"]
     script:
-        rule_script("stats_summary")
+        "../workflow/scripts/stats_summary.py"

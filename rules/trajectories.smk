@@ -44,7 +44,7 @@ rule traj_sample:
     conda:
         PLAN.envs["gpu"] if TRAJ["gpu"] else PLAN.envs["cpu"]
     script:
-        rule_script("traj_sample")
+        "../workflow/scripts/traj_sample.py"
 
 
 rule traj_label:
@@ -65,7 +65,7 @@ rule traj_label:
     conda:
         PLAN.envs["cpu"]
     script:
-        rule_script("traj_label")
+        "../workflow/scripts/traj_label.py"
 
 
 rule traj_tables:
@@ -102,7 +102,7 @@ rule traj_tables:
     conda:
         PLAN.envs["cpu"]
     script:
-        rule_script("traj_tables")
+        "../workflow/scripts/traj_tables.py"
 
 
 rule traj_join:
@@ -128,7 +128,7 @@ rule traj_join:
     conda:
         PLAN.envs["cpu"]
     script:
-        rule_script("traj_join")
+        "../workflow/scripts/traj_join.py"
 
 
 rule trajectories:

@@ -31,7 +31,7 @@ for _r in workflow.rules:
     _code = _params.get("code")
     _rules[_r.name] = {{"script": _r.script, "code": _code if isinstance(_code, str) else None,
                        "has_code": "code" in _params, "local": _r.name in workflow._localrules,
-                       "figure": _params.get("figure")}}
+                       "figure": _params.get("figure"), "src": _r.run_func_src}}
 print("RULES " + json.dumps(_rules))
 '''
 
@@ -69,6 +69,8 @@ def disagreements(rules: dict[str, dict], config: dict, scripts: Path = SCRIPTS)
         r, declared = rules[name], rulebook.rule(name)
         if r["script"] != rulebook.script_path(name):
             out.append(f"rule {name} runs {r['script']}, the rule book says {rulebook.script_path(name)}")
+        elif (r["src"] or "").strip() != f'"{r["script"]}"':  # what Snakemake's `code` rerun trigger records
+            out.append(f"rule {name}: its script: directive is not the literal path (an edit of it reruns its jobs)")
         if declared.no_code:
             if r["has_code"]:
                 out.append(f"rule {name} has a code param, the rule book says it has none ({declared.no_code})")

@@ -9,20 +9,20 @@ the code-hash tests. So the facts live in the package, and the rule files read t
 
 * ``code=rule_code("<rule>")``: the rule's ``code`` param, :func:`thinkprobe.codedeps.script_code` of its
   script and :attr:`Rule.data`;
-* ``script: rule_script("<rule>")``: the script the rule runs (Snakemake evaluates the directive as a Python
-  expression, when it parses the rule and again when the job runs);
-* the ``localrules`` directive of ``rules/common.smk`` names every rule :func:`local_rules` returns, so no rule
-  with a script writes ``localrule:`` itself;
+* ``rules/common.smk`` declares every rule :func:`local_rules` returns as local, so no rule with a script writes
+  ``localrule:`` itself;
 * ``rules/stats.smk`` makes one ``stats_fig_<name>`` rule per entry of :data:`STATS_FIGURES`.
 
-Nothing here reads a rule file, and a rule file cannot state another script, code hash or locality than the one
-declared here. ``tests/test_rulebook.py`` asks Snakemake itself (the parsed workflow's rules, for both values of
-``resources.fetch_local``) whether the rules and this table agree, in both directions.
+The one fact a rule file still writes itself is its ``script:`` path (:func:`script_path`), as a literal:
+Snakemake's ``code`` rerun trigger records the text of that directive, so an expression there would rerun every job
+of every study once. Nothing here reads a rule file. ``tests/test_rulebook.py`` asks Snakemake itself (the parsed
+workflow's rules) whether the rules and this table agree, in both directions: every rule with a script declared
+here, every declared rule in the workflow, and each one's script, ``code`` param and locality the table's.
 
 **Adding a rule with a script** takes two places: its :class:`Rule` in :data:`RULES` (under its rule file's
 heading below), and the rule in its ``rules/<file>.smk`` with ``code=rule_code("<rule>")`` among its params
-(unless :attr:`Rule.no_code` says why it has none) and ``script: rule_script("<rule>")``. A rule without a script
-(a target such as ``rule stats``) is not declared here.
+(unless :attr:`Rule.no_code` says why it has none), ``script: "../workflow/scripts/<its script>"`` and no
+``localrule:``. A rule without a script (a target such as ``rule stats``) is not declared here.
 
 **The scripts** (``workflow/scripts/*.py``) are workflow files too: the workflow hands each rule's path to
 :func:`~thinkprobe.codedeps.script_code` itself (``workflow.source_path``, relative to the rule files). The
@@ -37,7 +37,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping
 
-RULE_SCRIPTS = "../workflow/scripts"  # where the rule files (rules/*.smk) find the scripts: their `script:` paths
+RULE_SCRIPTS = "../workflow/scripts"  # the scripts' folder relative to the rule files (rules/*.smk): `script:` paths
 # the conditions under which the default target (rule all, Snakefile) runs one job of a study-wide rule, read by
 # thinkprobe.study.study_jobs: "always", or the config switch (and requirement) that brings the rule in
 STUDY_WHEN = ("always", "pages", "stats", "stats.sensitivity", "stats.agreement", "trajectories")
@@ -159,7 +159,7 @@ def rule(name: str) -> Rule:
 
 
 def script_path(name: str) -> str:
-    """A rule's ``script:`` as the rule files write it (relative to ``rules/``): ``../workflow/scripts/<script>``.
+    """A rule's ``script:`` as its rule file writes it (relative to ``rules/``): ``../workflow/scripts/<script>``.
 
     >>> script_path("graph")
     '../workflow/scripts/graph.py'
