@@ -20,7 +20,7 @@ rule import_traces:
         max_trace_bytes=config["analysis"]["input"]["max_trace_bytes"],
         # a question whose input changed after an earlier planning: its import jobs rerun (thinkprobe.rerun_tokens)
         retry=lambda w: PLAN.retry_tokens(w.model, w.question_set, w.batch),
-        code=script_code("import_traces.py"),
+        code=rule_code("import_traces"),
     log:
         "results/logs/import_traces/{model}/{question_set}/{batch}.log",
     group:
@@ -57,7 +57,7 @@ if PLAN.collect.units:
             units=lambda w: _unit_store.batch_digest(PLAN.collect.batch_params(w.model, w.question_set, w.cbatch)),
             store=lambda w: f"results/collect/{w.model}/{w.question_set}/units",
             traces="results/traces",  # where the job writes its units' trace files (thinkprobe.tracefiles)
-            code=script_code("collect.py"),
+            code=rule_code("collect"),
         wildcard_constraints:
             model="[A-Za-z0-9._-]+",
             cbatch="c[0-9]+",

@@ -13,7 +13,7 @@ import sys as _sys
 
 from snakemake.exceptions import WorkflowError
 
-from thinkprobe.codedeps import script_code as _script_code
+from thinkprobe import rulebook as _rulebook
 from thinkprobe.generate import jobres as _jobres
 from thinkprobe.stages import batches as _batches
 from thinkprobe.study.workflowplan import WorkflowPlanError, workflow_plan
@@ -67,12 +67,22 @@ def study_targets(*names):
     return [f for name in names for f in _TARGETS[name]]
 
 
-def script_code(script, *data):
-    """A rule's `code` param: the hash of the thinkprobe modules (and package files) its script's imports reach
-    (thinkprobe.codedeps.script_code), so that editing a module reruns exactly the rules whose scripts use it.
-    ``data``: modules the job's inputs depend on besides its script, e.g. ``"tracefiles"`` (where they lie)."""
-    return _script_code(workflow.source_path(f"../workflow/scripts/{script}"), *data)
+# ---- what the library knows of each rule with a script (thinkprobe/rulebook.py: RULES), read from there ----
+# Its code hash (`code=rule_code("<rule>")`) and whether it runs in the Snakemake process (declared below for all of
+# them: no rule with a script writes `localrule:`). Its `script:` stays a literal in the rule: Snakemake's `code`
+# rerun trigger records that directive's text, so an expression there would rerun every job once.
+# tests/test_rulebook.py checks with the parsed workflow that the rules (their scripts too) and the table agree.
 
+# what the `localrules:` directive compiles to (the directive itself takes rule names written out, no expression)
+workflow.localrules(*_rulebook.local_rules(config))
+
+
+def rule_code(name):
+    """Rule ``name``'s `code` param: the hash of the thinkprobe modules (and package files) its script's imports
+    reach, and of what thinkprobe.rulebook.RULES adds for it (thinkprobe.codedeps.script_code), so that editing a
+    module reruns exactly the rules whose scripts use it."""
+    script = workflow.source_path(f"{_rulebook.RULE_SCRIPTS}/{_rulebook.rule(name).script}")
+    return _rulebook.code(name, _os.path.dirname(script))
 
 
 def file_sha(path):

@@ -9,7 +9,7 @@ rule graph:
     params:
         units=batch_units,
         analysis=sections("trajectory", "cross_segment", "classification"),
-        code=script_code("graph.py"),
+        code=rule_code("graph"),
     wildcard_constraints:
         model="[A-Za-z0-9._-]+",
     log:

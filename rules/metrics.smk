@@ -11,7 +11,7 @@ rule metrics:
         units=batch_units,
         analysis=sections("metrics"),
         hedge_lexicon=file_sha(config["analysis"]["metrics"]["hedge_lexicon"]),
-        code=script_code("metrics.py"),
+        code=rule_code("metrics"),
     wildcard_constraints:
         model="[A-Za-z0-9._-]+",
     log:
@@ -38,10 +38,9 @@ rule aggregate:
     params:
         # input problems and the records a collected question set left out (stage "questions")
         problems=[p.as_row() for p in PLAN.discovery.problems] + PLAN.collect.skipped_rows(),
-        code=script_code("aggregate.py"),
+        code=rule_code("aggregate"),
     log:
         "results/logs/aggregate.log",
-    localrule: True
     conda:
         PLAN.envs["cpu"]
     script:
@@ -55,10 +54,9 @@ rule profiles:
         "results/tables/profiles.parquet",
     params:
         analysis=sections("profile"),
-        code=script_code("profiles.py"),
+        code=rule_code("profiles"),
     log:
         "results/logs/profiles.log",
-    localrule: True
     conda:
         PLAN.envs["cpu"]
     script:

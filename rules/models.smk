@@ -40,8 +40,6 @@ rule fetch_model:
         model="|".join(re.escape(m) for m in PLAN.hub_models) or "(?!)",
     log:
         "results/logs/fetch_model/{model}.log",
-    # on the machine that runs Snakemake (a login node, with network) unless resources.fetch_local is false
-    localrule: config["resources"]["fetch_local"]
     resources:
         mem_mb=2000,
         runtime=240,
@@ -61,7 +59,6 @@ rule fetch_models:
         lock=str(PLAN.lock_file),
     log:
         "results/logs/fetch_models.log",
-    localrule: True
     conda:
         PLAN.envs["cpu"]
     script:
@@ -85,7 +82,6 @@ rule fetch_dataset:
         question_set="|".join(re.escape(q) for q in PLAN.hub_datasets) or "(?!)",
     log:
         "results/logs/fetch_dataset/{question_set}.log",
-    localrule: config["resources"]["fetch_local"]
     resources:
         mem_mb=2000,
         runtime=60,
@@ -103,7 +99,6 @@ rule fetch_datasets:
         lock=str(PLAN.lock_file),
     log:
         "results/logs/fetch_datasets.log",
-    localrule: True
     conda:
         PLAN.envs["cpu"]
     script:
@@ -118,7 +113,6 @@ rule fetch_corpus:
         cache=str(PLAN.corpus_cache),
     log:
         "results/logs/fetch_corpus.log",
-    localrule: True
     conda:
         PLAN.envs["cpu"]  # and git, from the system
     script:
@@ -133,10 +127,9 @@ rule plan:
         rows="results/plan/plan.json",
     params:
         study={k: config[k] for k in ("models", "question_sets", "collection", "trajectories", "resources", "planning")},
-        code=script_code("plan.py"),
+        code=rule_code("plan"),
     log:
         "results/logs/plan.log",
-    localrule: True
     conda:
         PLAN.envs["cpu"]
     script:

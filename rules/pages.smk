@@ -38,11 +38,9 @@ rule trace_pages:
         tau=config["trajectories"]["tau"],
         analysis=sections("input", "segmentation", "texttiling", "trajectory", "cross_segment", "classification",
                           "metrics", "encoder"),
-        code=script_code("trace_pages.py"),
+        code=rule_code("trace_pages"),
     log:
         "results/logs/trace_pages.log",
-    localrule: True  # like the figures and report pages: no SLURM job of its own (a page costs milliseconds
-    # unless its trajectory's reasoning must be analysed anew, see thinkprobe.stages.page_sources)
     conda:
         PLAN.envs["cpu"]
     script:
@@ -67,10 +65,9 @@ rule model_summaries:
     params:
         models=PLAN.models,
         pages={u: f"../../pages/{u}.html" for u in PLAN.page_units} if PAGES["enabled"] else {},
-        code=script_code("model_summaries.py"),
+        code=rule_code("model_summaries"),
     log:
         "results/logs/model_summaries.log",
-    localrule: True
     conda:
         PLAN.envs["cpu"]
     script:

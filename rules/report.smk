@@ -17,10 +17,9 @@ rule figures:
             category="Profiles",
         ),
     params:
-        code=script_code("figures.py"),
+        code=rule_code("figures"),
     log:
         "results/logs/figures.log",
-    localrule: True
     conda:
         PLAN.envs["cpu"]
     script:
@@ -49,11 +48,10 @@ rule report_tables:
             category="Tables",
         ),
     params:
-        code=script_code("report_tables.py"),
+        code=rule_code("report_tables"),
         pages=lambda w: {u: f"../pages/{u}.html" for u in PLAN.page_units} if config["pages"]["enabled"] else {},  # rules/pages.smk
     log:
         "results/logs/report_tables.log",
-    localrule: True
     conda:
         PLAN.envs["cpu"]
     script:

@@ -16,7 +16,7 @@ rule segment:
         analysis=sections("input", "segmentation", "texttiling", "encoder"),
         cue_lexicon=file_sha(config["analysis"]["segmentation"]["cue_lexicon"]),
         absent=batch_absent,  # units outside a collected set's grid: no trace file
-        code=script_code("segment.py", "tracefiles"),  # + where the trace files lie (the rule's inputs)
+        code=rule_code("segment"),  # + where the trace files lie (the rule's inputs: thinkprobe/rulebook.py)
     wildcard_constraints:
         model="[A-Za-z0-9._-]+",
     log:

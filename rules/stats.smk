@@ -1,11 +1,10 @@
 # The study's statistics (tables under results/stats/) and their figures (results/figures/, PNG + PDF),
 # each in the report with a caption. Constants come from the config's `stats:` section and reach the
 # scripts as params; `code` params are the source hashes of the thinkprobe modules each rule's script
-# reaches (script_code, rules/common.smk), so editing thinkprobe/stats/cycles.py reruns the cycle census and
+# reaches (rule_code, rules/common.smk), so editing thinkprobe/stats/cycles.py reruns the cycle census and
 # its figure, nothing else.
 
-from pathlib import Path
-
+from thinkprobe import rulebook as _rulebook
 from thinkprobe.stages.stats import rule_params as _stats_rule_params
 from thinkprobe.stats.summary import SNAPSHOT_TABLES as _SUMMARY_TABLES
 
@@ -18,11 +17,11 @@ DIMENSION_SPEC = _STATS_PARAMS["dimensions"]
 STATS_PERMUTATION = _STATS_PARAMS["permutation"]
 STATS_BOOTSTRAP = _STATS_PARAMS["bootstrap"]
 # segmentation agreement needs the corpus's labelled steps: inputs read through the steering adapter
-# (PLAN.inputs: config["inputs"] with git entries resolved to their clones; a glob names each of its files)
-from thinkprobe.units import input_roots as _input_roots
+# (PLAN.inputs: config["inputs"] with git entries resolved to their clones; thinkprobe.study.study_jobs, which the
+# planner counts the study's jobs with)
+from thinkprobe.study.study_jobs import agreement_files as _agreement_files
 
-AGREEMENT_FILES = sorted({str(f) for e in PLAN.inputs if e.get("adapter") == "steering-thinking-llms"
-                          for f in _input_roots(Path(e["path"]))})
+AGREEMENT_FILES = _agreement_files(PLAN.inputs)
 
 STATS_TABLES = {
     "kruskal": "results/stats/kruskal.parquet",
@@ -71,18 +70,11 @@ STATS_TITLES = {
     "claims": "Checks against the paper: replications (with intervals), identities, not comparable",
 }
 
-STATS_FIGURES = {
-    "radar": {"profiles": "results/tables/profiles.parquet"},
-    "effects": {"kruskal": STATS_TABLES["kruskal"]},
-    "model_domain": {"profiles": "results/tables/profiles.parquet"},
-    "dunn": {"dunn": STATS_TABLES["dunn"]},
-    "spearman": {"spearman": STATS_TABLES["spearman"]},
-    "cycles": {"cycles": STATS_TABLES["cycles"], "summary": STATS_TABLES["cycles_summary"]},
-    "cv": {"cv": STATS_TABLES["cv"]},
-    "cosine": {"cosine": STATS_TABLES["cosine"]},
-    "length": {"confound": STATS_TABLES["length_confound"]},
-}
-STATS_FIGURE_OPTIONS = {"effects": ["effect_small", "effect_large"], "cycles": ["cycle_cap"]}
+# one stats_fig_<name> rule per figure of thinkprobe.rulebook.STATS_FIGURES: its input tables and config options
+_FIGURE_TABLES = {**STATS_TABLES, "profiles": "results/tables/profiles.parquet"}
+STATS_FIGURES = {name: {key: _FIGURE_TABLES[table] for key, table in fig.inputs.items()}
+                 for name, fig in _rulebook.STATS_FIGURES.items()}
+STATS_FIGURE_OPTIONS = {name: list(fig.options) for name, fig in _rulebook.STATS_FIGURES.items()}
 
 STATS_TARGETS = (
     list(STATS_TABLES.values())
@@ -103,10 +95,9 @@ rule stats_kruskal:
     params:
         groupings=_STATS_PARAMS["groupings"],
         permutation=STATS_PERMUTATION,
-        code=script_code("stats_kruskal.py"),
+        code=rule_code("stats_kruskal"),
     log:
         "results/logs/stats/kruskal.log",
-    localrule: True
     conda:
         PLAN.envs["cpu"]
     script:
@@ -120,10 +111,9 @@ rule stats_dunn:
     output:
         STATS_TABLES["dunn"],
     params:
-        code=script_code("stats_dunn.py"),
+        code=rule_code("stats_dunn"),
     log:
         "results/logs/stats/dunn.log",
-    localrule: True
     conda:
         PLAN.envs["cpu"]
     script:
@@ -136,10 +126,9 @@ rule stats_spearman:
     output:
         STATS_TABLES["spearman"],
     params:
-        code=script_code("stats_spearman.py"),
+        code=rule_code("stats_spearman"),
     log:
         "results/logs/stats/spearman.log",
-    localrule: True
     conda:
         PLAN.envs["cpu"]
     script:
@@ -154,10 +143,9 @@ rule stats_stability:
         cv=STATS_TABLES["cv"],
         cosine=STATS_TABLES["cosine"],
     params:
-        code=script_code("stats_stability.py"),
+        code=rule_code("stats_stability"),
     log:
         "results/logs/stats/stability.log",
-    localrule: True
     conda:
         PLAN.envs["cpu"]
     script:
@@ -172,7 +160,7 @@ rule stats_cycles:
         summary=STATS_TABLES["cycles_summary"],
     params:
         cap=STATS["cycle_cap"],
-        code=script_code("stats_cycles.py"),
+        code=rule_code("stats_cycles"),
     log:
         "results/logs/stats/cycles.log",
     resources:
@@ -195,10 +183,9 @@ rule stats_confound:
         groupings=_STATS_PARAMS["groupings"],
         dimensions=DIMENSION_SPEC,
         permutation=STATS_PERMUTATION,
-        code=script_code("stats_confound.py"),
+        code=rule_code("stats_confound"),
     log:
         "results/logs/stats/confound.log",
-    localrule: True
     conda:
         PLAN.envs["cpu"]
     script:
@@ -215,7 +202,7 @@ rule stats_ablation:
         analysis=config["analysis"],
         n=STATS["ablation_traces"],
         seed=STATS["ablation_seed"],
-        code=script_code("stats_ablation.py", "tracefiles"),  # + where the trace files lie (the rule's inputs)
+        code=rule_code("stats_ablation"),  # + where the trace files lie (the rule's inputs: thinkprobe/rulebook.py)
     log:
         "results/logs/stats/ablation.log",
     threads: config["resources"]["analysis_threads"]
@@ -235,10 +222,9 @@ rule stats_robustness:
         STATS_TABLES["aggregation_robustness"],
     params:
         dimensions=DIMENSION_SPEC,
-        code=script_code("stats_robustness.py"),
+        code=rule_code("stats_robustness"),
     log:
         "results/logs/stats/robustness.log",
-    localrule: True
     conda:
         PLAN.envs["cpu"]
     script:
@@ -255,7 +241,7 @@ rule stats_sensitivity:
     params:
         analysis=config["analysis"],
         encoder=STATS["sensitivity_encoder"],
-        code=script_code("stats_sensitivity.py", "tracefiles"),  # + where the trace files lie (the rule's inputs)
+        code=rule_code("stats_sensitivity"),  # + where the trace files lie (the rule's inputs: thinkprobe/rulebook.py)
     log:
         "results/logs/stats/sensitivity.log",
     threads: config["resources"]["analysis_threads"]
@@ -277,7 +263,7 @@ rule stats_agreement:
         files=AGREEMENT_FILES,
         analysis=config["analysis"],
         tolerance=STATS["agreement_tolerance"],
-        code=script_code("stats_agreement.py"),
+        code=rule_code("stats_agreement"),
     log:
         "results/logs/stats/agreement.log",
     threads: config["resources"]["analysis_threads"]
@@ -307,11 +293,10 @@ for _fig, _inputs in STATS_FIGURES.items():
             f"results/figures/stats_{_fig}.pdf",
         params:
             figure=_fig,
-            options={k: STATS[k] for k in STATS_FIGURE_OPTIONS.get(_fig, [])},
-            code=script_code("stats_figure.py"),
+            options={k: STATS[k] for k in STATS_FIGURE_OPTIONS[_fig]},
+            code=rule_code(f"stats_fig_{_fig}"),
         log:
             f"results/logs/stats/fig_{_fig}.log",
-        localrule: True
         conda:
             PLAN.envs["cpu"]
         script:
@@ -333,10 +318,9 @@ rule stats_pages:
         },
     params:
         titles=STATS_TITLES,
-        code=script_code("stats_pages.py"),
+        code=rule_code("stats_pages"),
     log:
         "results/logs/stats/pages.log",
-    localrule: True
     conda:
         PLAN.envs["cpu"]
     script:
@@ -362,11 +346,10 @@ rule stats_claims:
         alpha=_STATS_PARAMS["alpha"],
         dimensions=DIMENSION_SPEC,
         permutation=STATS_PERMUTATION,
-        register=_register_digest(),  # sha256 of config/claims.yaml: an edited criterion reruns the claims
-        code=script_code("stats_claims.py"),
+        register=_register_digest(),  # sha256 of thinkprobe/data/claims.yaml: an edited criterion reruns the claims
+        code=rule_code("stats_claims"),
     log:
         "results/logs/stats/claims.log",
-    localrule: True
     conda:
         "../envs/cpu.yaml"
     script:
@@ -379,10 +362,9 @@ rule stats_summary:
     output:
         "results/stats/summary.md",
     params:
-        code=script_code("stats_summary.py"),
+        code=rule_code("stats_summary"),
     log:
         "results/logs/stats/summary.log",
-    localrule: True
     conda:
         PLAN.envs["cpu"]
     script:

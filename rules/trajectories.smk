@@ -56,7 +56,7 @@ rule traj_label:
         "results/trajectories/{model}/{question_set}/{batch}.json",
     params:
         questions=lambda w: PLAN.trajectories.batch_questions(w.model, w.question_set, w.batch),
-        code=script_code("traj_label.py"),
+        code=rule_code("traj_label"),
     log:
         "results/logs/traj_label/{model}/{question_set}/{batch}.log",
     resources:
@@ -93,7 +93,7 @@ rule traj_tables:
         support=TRAJ["support"],
         comparisons=TRAJ["comparisons"],
         aggregation={k: TRAJ[k] for k in ("group_fraction", "confidence", "disagreement_grid", "max_cut_share")},
-        code=script_code("traj_tables.py"),
+        code=rule_code("traj_tables"),
     log:
         "results/logs/traj_tables.log",
     resources:
@@ -119,7 +119,7 @@ rule traj_join:
         analysis=sections("input", "segmentation", "texttiling", "trajectory", "cross_segment",
                           "classification", "encoder"),
         min_words=TRAJ["join_min_words"],
-        code=script_code("traj_join.py"),
+        code=rule_code("traj_join"),
     log:
         "results/logs/traj_join.log",
     resources:

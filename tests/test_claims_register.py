@@ -1,4 +1,4 @@
-"""The claim register (config/claims.yaml, thinkprobe/stats/register.py): every sentence quoted from the paper,
+"""The claim register (thinkprobe/data/claims.yaml, thinkprobe/stats/register.py): every sentence quoted from the paper,
 every criterion's words inside its sentence, counts from the register's verdicts, identities never counted,
 one Holm correction over every p-value of the results page (equal to statsmodels), the joint null of
 exceedance counts, the length-partialled table, and a criterion changed after a snapshot detected."""
@@ -84,14 +84,13 @@ def test_the_register_covers_every_sentence_of_the_results_that_states_a_correla
 
 
 def test_a_register_with_a_criterion_outside_its_sentence_or_an_unknown_check_is_refused(tmp_path):
-    (tmp_path / "config").mkdir()
-    good = (REPO / "config" / "claims.yaml").read_text(encoding="utf-8")
-    (tmp_path / "config" / "claims.yaml").write_text(good.replace("words: 'a fourfold gap'", "words: 'a fivefold gap'"),
-                                                     encoding="utf-8")
+    reg = tmp_path / register.REGISTER
+    reg.parent.mkdir(parents=True)
+    good = register.register_path().read_text(encoding="utf-8")
+    reg.write_text(good.replace("words: 'a fourfold gap'", "words: 'a fivefold gap'"), encoding="utf-8")
     with pytest.raises(ValueError, match="fivefold gap.*not in its quote"):
         register.load_register(tmp_path)
-    (tmp_path / "config" / "claims.yaml").write_text(good.replace("check: dunn_share", "check: dunn_mood"),
-                                                     encoding="utf-8")
+    reg.write_text(good.replace("check: dunn_share", "check: dunn_mood"), encoding="utf-8")
     with pytest.raises(ValueError, match="unknown check 'dunn_mood'"):
         register.load_register(tmp_path)
 
@@ -298,11 +297,13 @@ def test_a_criterion_changed_after_the_snapshot_makes_the_claims_table_stale(tmp
 
     root = tmp_path / "checkout"
     shutil.copytree(REPO / "config", root / "config")
+    (root / register.REGISTER).parent.mkdir(parents=True)
+    shutil.copy(register.register_path(), root / register.REGISTER)
     cfg = snapshot.study_config(root=root)
     hashes = snapshot.stage_hashes()
     before = snapshot.table_code(cfg, hashes, root=root)
     assert before == snapshot.table_code(cfg, hashes, root=REPO)
-    reg = root / "config" / "claims.yaml"
+    reg = root / register.REGISTER
     reg.write_text(reg.read_text(encoding="utf-8").replace("value: 0.5\n", "value: 0.4\n", 1), encoding="utf-8")
     after = snapshot.table_code(cfg, hashes, root=root)
     assert after["claims"] != before["claims"]

@@ -1,7 +1,8 @@
 """Every rule's code hash comes from its own script (thinkprobe.codedeps.script_code), checked without Snakemake.
 
-The rule files are read as text (codedeps.rule_scripts): each rule with a script has a ``code`` param computed
-from that same script, or is one of the rules that deliberately have none. A script's hash contains every
+The rules come from the rule book (thinkprobe/rulebook.py, which tests/test_rulebook.py checks against the parsed
+rule files): each rule with a script has a ``code`` param computed from that same script, or is one of the rules
+that deliberately have none. A script's hash contains every
 thinkprobe module the script imports, and the modules the functions it calls take their names from; and it
 contains nothing the script could not load. Editing a module (in a copy of the package) changes the hash of
 exactly the scripts whose code reaches it.
@@ -20,18 +21,17 @@ from pathlib import Path
 
 import pytest
 
+from thinkprobe.rulebook import RULES
+
 pytestmark = pytest.mark.fast
 
 REPO = Path(__file__).resolve().parents[1]
 SCRIPTS = REPO / "workflow" / "scripts"
 
-# Rules without a `code` param, on purpose: their outputs are protected GPU/collected data that a code edit
-# must never regenerate implicitly (their provenance records the code hash instead), or downloads.
-NO_CODE_PARAM = {"traj_sample": "protected continuations", "fetch_model": "a download into the shared model cache",
-                 "fetch_dataset": "a download into the shared model cache",
-                 # rules without output: they run whenever asked for (the lock file, the git clones)
-                 "fetch_models": "writes the lock from the manifests", "fetch_datasets": "writes the lock",
-                 "fetch_corpus": "clones what is missing"}
+# Rules without a `code` param, on purpose (thinkprobe.rulebook.Rule.no_code says why): their outputs are protected
+# GPU data that a code edit must never regenerate implicitly (their provenance records the code hash instead),
+# downloads, or rules without output that run whenever asked for (the lock file, the git clones).
+NO_CODE_PARAM = {name: r.no_code for name, r in RULES.items() if r.no_code}
 
 
 @lru_cache(maxsize=None)
@@ -82,42 +82,30 @@ def _closure(modules: set[str]) -> set[str]:
 
 
 def test_every_rules_script_gets_its_own_code_hash():
-    from thinkprobe.codedeps import rule_scripts, script_code
+    from thinkprobe.codedeps import script_code
+    from thinkprobe.rulebook import code
 
-    rules = rule_scripts(REPO / "rules")
-    assert len(rules) >= 30
-    assert {r.script for r in rules.values()} == {p.name for p in SCRIPTS.glob("*.py")}  # every script is a rule's
-    for name, rule in rules.items():
+    assert len(RULES) >= 30
+    assert {r.script for r in RULES.values()} == {p.name for p in SCRIPTS.glob("*.py")}  # every script is a rule's
+    assert set(NO_CODE_PARAM) == {"traj_sample", "fetch_model", "fetch_dataset", "fetch_models", "fetch_datasets",
+                                  "fetch_corpus"}
+    for name, rule in RULES.items():
         if name in NO_CODE_PARAM:
-            assert rule.code is None, f"rule {name} should have no code param ({NO_CODE_PARAM[name]})"
             continue
-        assert rule.code, f"rule {name} ({rule.file}) has no code param"
-        assert rule.code[0] == rule.script
-        digest = script_code(SCRIPTS / rule.script, *rule.code[1:])
+        digest = code(name)
+        assert digest == script_code(SCRIPTS / rule.script, *rule.data)
         assert len(digest) == 64 and int(digest, 16) >= 0
-
-
-def test_rule_scripts_refuses_a_code_param_that_is_not_its_scripts(tmp_path):
-    from thinkprobe.codedeps import rule_scripts
-
-    text = (REPO / "rules" / "graph.smk").read_text()
-    (tmp_path / "graph.smk").write_text(text.replace('script_code("graph.py")', 'script_code("metrics.py")'))
-    with pytest.raises(ValueError, match="rule graph: its code param hashes 'metrics.py'"):
-        rule_scripts(tmp_path)
-    (tmp_path / "graph.smk").write_text(text.replace('script_code("graph.py")', 'CODE["graph"]'))
-    with pytest.raises(ValueError, match="rule graph: its code param is"):
-        rule_scripts(tmp_path)
 
 
 def test_every_module_a_script_imports_is_in_its_hash():
     """Direct imports, and one step further: the modules each imported function's own body takes names from.
     And nothing in the hash that the script's imports could not load."""
-    from thinkprobe.codedeps import job_log_entries, module_data, rule_scripts, script_modules
+    from thinkprobe.codedeps import job_log_entries, module_data, script_modules
 
     job_log = {m for m, _ in job_log_entries()}
     package = REPO / "thinkprobe"
-    for rule in rule_scripts(REPO / "rules").values():
-        if rule.code is None:
+    for rule in RULES.values():
+        if rule.no_code:
             continue
         hashed = set(script_modules(SCRIPTS / rule.script))
         direct = _direct_imports(SCRIPTS / rule.script) - job_log
@@ -158,7 +146,7 @@ def test_every_module_a_script_imports_is_in_its_hash():
 def test_the_job_plumbing_is_what_the_joblog_module_holds():
     """The names left out of every hash are derived from ``stages/joblog.py``: each public name it defines or
     imports (found here by reading it, without codedeps), by both of its import paths, and nothing else."""
-    from thinkprobe.codedeps import JOB_LOG_MODULE, job_log_entries, rule_scripts, script_modules
+    from thinkprobe.codedeps import JOB_LOG_MODULE, job_log_entries, script_modules
 
     tree = ast.parse((REPO / "thinkprobe" / "stages" / "joblog.py").read_text(encoding="utf-8"))
     defined = {n.name for n in tree.body if isinstance(n, (ast.FunctionDef, ast.ClassDef))}
@@ -171,7 +159,7 @@ def test_the_job_plumbing_is_what_the_joblog_module_holds():
                                                                            if not n.startswith("_")}
     assert ("timing", "JobClock") in job_log_entries() and ("generate.gpu_guard", "require_gpus") in job_log_entries()
     # so no script's hash holds the plumbing modules, although scripts import them (traj_sample: require_gpus)
-    scripts = {r.script for r in rule_scripts(REPO / "rules").values()}  # traj_sample has an identity, no code
+    scripts = {r.script for r in RULES.values()}  # traj_sample has an identity, no code
     assert "traj_sample.py" in scripts and "import_traces.py" in scripts
     for script in scripts:
         hashed = script_modules(SCRIPTS / script)
@@ -227,9 +215,8 @@ def _direct_imports_of(stmt: ast.ImportFrom, module: str) -> list[dict[str, str]
 _EDITS = r'''
 import json, sys
 from pathlib import Path
-from thinkprobe import codedeps
-rules = codedeps.rule_scripts()
-scripts = sorted({(r.script, r.code[1:]) for r in rules.values() if r.code is not None})
+from thinkprobe import codedeps, rulebook
+scripts = sorted({(r.script, r.data) for r in rulebook.RULES.values() if not r.no_code})
 
 def hashes():
     codedeps._script_code.cache_clear()
@@ -258,8 +245,7 @@ EDITED = ["metrics", "traces", "stats.cycles", "trajectories.labelling", "view.p
 def edits(tmp_path_factory):
     root = tmp_path_factory.mktemp("copy")
     shutil.copytree(REPO / "thinkprobe", root / "thinkprobe", ignore=shutil.ignore_patterns("__pycache__"))
-    shutil.copytree(SCRIPTS, root / "workflow" / "scripts")
-    shutil.copytree(REPO / "rules", root / "rules")
+    shutil.copytree(SCRIPTS, root / "workflow" / "scripts")  # the rule files are not needed (thinkprobe.rulebook)
     env = {**os.environ, "PYTHONPATH": str(root)}
     proc = subprocess.run([sys.executable, "-c", _EDITS, json.dumps(EDITED)], capture_output=True, text=True,
                           env=env, cwd=root, timeout=300)

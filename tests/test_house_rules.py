@@ -304,17 +304,6 @@ def test_rules_take_their_conda_environment_from_the_config(tmp_path):
     assert named["stats_kruskal"]["conda"] == "/shared/envs/thinkprobe-cpu"
 
 
-def _beside_the_package(pkg: Path) -> None:
-    """What a copy of the package needs beside it, as in a checkout: the claim register
-    (thinkprobe.stats.register.REGISTER) and the rule files, which the planner reads for which study-wide rules
-    run in the Snakemake process (thinkprobe.study.study_jobs.rule_flags)."""
-    import shutil
-
-    (pkg / "config").mkdir()
-    shutil.copy(REPO / "config" / "claims.yaml", pkg / "config" / "claims.yaml")
-    shutil.copytree(REPO / "rules", pkg / "rules")
-
-
 @pytest.mark.workflow
 def test_editing_the_encoder_reruns_traj_join_and_only_the_rules_that_encode(tmp_path, rules):
     """End to end: a copy of the package with encoder.py edited changes the `code` param of exactly the
@@ -323,7 +312,6 @@ def test_editing_the_encoder_reruns_traj_join_and_only_the_rules_that_encode(tmp
 
     shutil.copytree(REPO / "thinkprobe", tmp_path / "pkg" / "thinkprobe",
                     ignore=shutil.ignore_patterns("__pycache__"))
-    _beside_the_package(tmp_path / "pkg")
     with open(tmp_path / "pkg" / "thinkprobe" / "encoder.py", "a") as fh:
         fh.write("\n# an edit\n")
     after = workflow_rules(tmp_path, tmp_path / "pkg")
@@ -344,7 +332,6 @@ def test_editing_a_page_template_reruns_the_page_rules_and_only_them(tmp_path, r
 
     shutil.copytree(REPO / "thinkprobe", tmp_path / "pkg" / "thinkprobe",
                     ignore=shutil.ignore_patterns("__pycache__"))
-    _beside_the_package(tmp_path / "pkg")
     with open(tmp_path / "pkg" / "thinkprobe" / "view" / "templates" / "table_page.html.j2", "a") as fh:
         fh.write("{# an edit #}\n")
     after = workflow_rules(tmp_path, tmp_path / "pkg")

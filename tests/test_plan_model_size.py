@@ -176,17 +176,3 @@ def test_thinkprobe_plan_prints_each_models_size_and_its_witness(tmp_path):
                         capture_output=True, text=True, cwd=REPO, timeout=300)
     assert js.returncode == 0, js.stderr
     assert json.loads(js.stdout)["sizes"]["moe"] == line.removeprefix("model size, moe: ")
-
-
-def test_every_localrule_flag_of_the_rule_files_is_one_the_planner_evaluates():
-    """The planner reads each rule's ``localrule:`` text (thinkprobe.study.study_jobs.rule_flags); a flag written
-    another way (a renamed config lookup) would stop the plan of any study that reaches the rule."""
-    from thinkprobe.study.study_jobs import is_local, rule_flags
-
-    flags = rule_flags()
-    assert {"aggregate", "fetch_model", "stats_fig_{_fig}"} <= set(flags)
-    for fetch_local in (True, False):
-        config = {"resources": {"fetch_local": fetch_local}}
-        local = {rule: is_local(flag, rule, config) for rule, flag in flags.items()}
-        assert local["aggregate"] and not local["segment"]
-        assert local["fetch_model"] is fetch_local

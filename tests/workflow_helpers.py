@@ -33,8 +33,6 @@ def make_workdir(root: Path, config: dict | None = None, package_copy: bool = Fa
             shutil.copytree(REPO / folder, root / folder, ignore=ignore, dirs_exist_ok=True)
         shutil.copy(REPO / "Snakefile", root / "Snakefile")
         shutil.copy(REPO / "config" / "schema.yaml", root / "config" / "schema.yaml")
-        # the claim register the statistics rules read beside the package (thinkprobe.stats.register)
-        shutil.copy(REPO / "config" / "claims.yaml", root / "config" / "claims.yaml")
     return root
 
 

@@ -1,6 +1,6 @@
 """Checks of this run against the paper, in kinds of rows that are never mixed.
 
-- **Replications**: one row per testable sentence of the claim register (``config/claims.yaml``,
+- **Replications**: one row per testable sentence of the claim register (``thinkprobe/data/claims.yaml``,
   :mod:`.register`): every quantitative or directional statement of the paper's abstract, results sections
   and appendices, quoted whole, with criteria written from the sentence's own words and fixed before the data
   (the snapshot records the register's commit and sha256). Each criterion is recomputed on the per-trace
@@ -270,7 +270,7 @@ def claims_table(tables: dict[str, pd.DataFrame], metrics: pd.DataFrame | None =
 
     ``b``, ``seed``, ``level``: the bootstrap (config ``stats.bootstrap``, ``bootstrap_seed``,
     ``interval_level``); ``alpha``: the family-wise level of the Holm counts (``stats.alpha``); ``root``: the
-    checkout whose ``config/claims.yaml`` is read (None: this package's); ``permutation`` (config
+    folder holding the package whose register is read (None: this package's); ``permutation`` (config
     ``stats.permutations``, ``permutation_seed``, ``permutation_units``): the joint null of the counts above
     chance (:func:`joint_nulls`; None: not computed).
     """

@@ -28,6 +28,7 @@ import numpy as np
 import pandas as pd
 
 from . import paper
+from .register import REGISTER
 
 # the committed snapshot the pages' blocks are generated from (taken by thinkprobe.study.snapshot)
 DEFAULT_SNAPSHOT = "docs/results/corpus-study"
@@ -93,7 +94,7 @@ def headline_block(folder: Path, shown: str, page: str = "README.md") -> str:
         rep = claims[claims.kind == "replication"]
         reg = run.get("register") or {}
         n_ok = c["identities"] - c["identities_violated"]
-        lines[0] += (f" The claim register (`config/claims.yaml`{', commit ' + reg['commit'] if reg.get('commit') else ''}) "
+        lines[0] += (f" The claim register (`{REGISTER}`{', commit ' + reg['commit'] if reg.get('commit') else ''}) "
                      f"quotes {int(claims.register.astype(str).ne('').sum())} "
                      f"sentences of the paper whole; {c['replications']} can be tested here: **{c[REPLICATES]} "
                      f"{'replicates' if c[REPLICATES] == 1 else 'replicate'}, {c[FAILS]} "

@@ -1,4 +1,4 @@
-"""The claim register (``config/claims.yaml``, issue 35): every quantitative or directional sentence of the
+"""The claim register (``thinkprobe/data/claims.yaml``, issue 35): every quantitative or directional sentence of the
 paper's abstract, results sections and appendices, and the computation of every testable one.
 
 The register is data: each row quotes one whole sentence with its section, says whether a corpus like the
@@ -18,6 +18,9 @@ interval: its point decides.
 
 The register's sha256 enters the claims table's code hash (:mod:`thinkprobe.study.snapshot`), so a criterion
 edited after a snapshot makes its claims table stale.
+
+The register is package data (pyproject's package-data ships it with the package): the package reads its own,
+in a checkout as installed, never a file of the checkout beside it.
 """
 
 from __future__ import annotations
@@ -35,15 +38,16 @@ import pandas as pd
 from ..profile import dimension_map
 from ..vocabulary import LENGTH_METRICS, METRIC_NAMES
 
-REGISTER = "config/claims.yaml"
+REGISTER = "thinkprobe/data/claims.yaml"  # relative to the folder that holds the package (a checkout's root)
 OPS = (">", ">=", "<", "<=", "near")
 REPLICATES, FAILS, INCONCLUSIVE, MISSING = "replicates", "does not replicate", "inconclusive", "not computed"
-_ROOT = Path(__file__).resolve().parents[2]
+_ROOT = Path(__file__).resolve().parents[2]  # the folder that holds this package
 
 
 # ------------------------------------------------------------------------------------------------ the file
 
 def register_path(root: str | Path | None = None) -> Path:
+    """The register of the package under ``root`` (None: this package's own)."""
     return Path(root or _ROOT) / REGISTER
 
 

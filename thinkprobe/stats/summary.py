@@ -29,13 +29,14 @@ from ..vocabulary import DIMENSIONS
 from . import paper
 from .claims import FAILS, INCONCLUSIVE, MISSING, REPLICATES, counts, plain
 from .multiplicity import expected_exceedances
+from .register import REGISTER
 
 # the statistics tables the summary reads (a snapshot holds them, with the per-trace tables of .snapshot)
 SNAPSHOT_TABLES = ("kruskal", "model_vs_domain", "cycles_summary", "length_excluded", "length_partial",
                    "aggregation_robustness", "encoder_sensitivity", "ablation", "agreement", "claims")
 RUN_FILE = "run.json"
 # what a page says of a claims table written before the claim register (issue 35) existed
-PREDATES = ("The claims table of this snapshot predates the claim register (`config/claims.yaml`): re-take the "
+PREDATES = (f"The claims table of this snapshot predates the claim register (`{REGISTER}`): re-take the "
             "snapshot (`thinkprobe summary --retake`) to check every sentence of the paper it lists.")
 
 Row = tuple[str, str, str, str]  # finding, this run, paper, table
@@ -420,8 +421,9 @@ def claims_sections(claims: pd.DataFrame, run: dict[str, Any] | None = None) -> 
     c = counts(claims)
     rep = claims[claims.kind == "replication"]
     reg = (run or {}).get("register") or {}
-    where = (f"`{reg.get('path', 'config/claims.yaml')}`, commit {reg.get('commit', '?')}, sha256 "
-             f"{str(reg.get('sha256', '?'))[:12]}" if reg else "`config/claims.yaml`")
+    # where the register is read today, and the version (commit, sha256) the snapshot was checked against
+    where = (f"`{REGISTER}`, commit {reg.get('commit', '?')}, sha256 {str(reg.get('sha256', '?'))[:12]}" if reg
+             else f"`{REGISTER}`")
     n_sent = int(claims.register.astype(str).ne("").sum()) if "register" in claims else len(rep)
     lines = [f"Checks against the paper (`claims`; the claim register {where}, thinkprobe/stats/register.py): "
              f"{n_sent} sentences of the paper's abstract, results sections and appendices, each quoted whole, "

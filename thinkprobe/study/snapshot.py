@@ -68,7 +68,7 @@ TABLE_CHAINS: dict[str, tuple[str, ...]] = {
                "stats.ablation", "stats.sensitivity", "stats.agreement", "stats.claims"),
     "ablate": ("ablate",),
 }
-# tables whose rows the claim register (config/claims.yaml) decides: its sha256 is part of their code hash
+# tables whose rows the claim register (thinkprobe/data/claims.yaml) decides: its sha256 is part of their code hash
 REGISTER_TABLES = ("claims",)
 # tables that only need the snapshot's per-trace tables: re-derivable without the corpus
 REDERIVABLE = ("kruskal", "model_vs_domain", "length_excluded", "length_partial", "aggregation_robustness",
@@ -76,19 +76,20 @@ REDERIVABLE = ("kruskal", "model_vs_domain", "length_excluded", "length_partial"
 
 
 def stage_hashes() -> dict[str, str]:
-    """Today's source hash of every stage a snapshot table depends on: the ``code`` param of its rule (the
-    rule's :func:`~thinkprobe.codedeps.script_code`, as ``rules/*.smk`` write it)."""
-    from ..codedeps import SCRIPTS_DIR, code_modules, rule_scripts, script_code
+    """Today's source hash of every stage a snapshot table depends on: the ``code`` param of its rule
+    (:func:`thinkprobe.rulebook.code`, as the rule files compute it), from the rule scripts of this checkout
+    (:func:`thinkprobe.rulebook.scripts_dir`: an error naming what is missing outside a checkout)."""
+    from .. import rulebook
+    from ..codedeps import code_modules
     from ..encoder import load_encoder
     from ..outputs import source_hash
     from ..params import Params
     from ..pipeline import ablation
     from ..traces import read_traces
 
-    rules = rule_scripts()
     stages = {s for chain in TABLE_CHAINS.values() for s in chain if s != "ablate"}
-    out = {s: script_code(SCRIPTS_DIR / rules[RULE_OF.get(s, s.replace(".", "_"))].script,
-                          *rules[RULE_OF.get(s, s.replace(".", "_"))].code[1:]) for s in stages}
+    folder = rulebook.scripts_dir()
+    out = {s: rulebook.code(RULE_OF.get(s, s.replace(".", "_")), folder) for s in stages}
     # `thinkprobe ablate`: the pipeline's ablation on traces read from files, with the encoder and parameters
     out["ablate"] = source_hash(code_modules(ablation, read_traces, load_encoder, Params))
     return out
@@ -127,7 +128,7 @@ def table_code(config: dict[str, Any], hashes: dict[str, str] | None = None,
                root: str | Path = ".") -> dict[str, str]:
     """Per snapshot table: one sha256 over the code hashes of its stages and the configuration it reads
     (``analysis`` for every table; ``stats`` for the statistics; for the claims table also the sha256 of the
-    claim register ``config/claims.yaml`` under ``root``, so a criterion edited after the snapshot makes the
+    claim register of the package under ``root`` (``thinkprobe/data/claims.yaml``), so a criterion edited after the snapshot makes the
     claims table stale)."""
     from ..stats.register import register_digest
 
