@@ -31,7 +31,9 @@ class Backend:
 
     ``open(model_cfg)`` opens the engine (importing it lazily: the registry imports no engine). ``keys`` are the
     keys of a ``models:`` entry this backend reads (keys no backend declares are common to all), ``defaults`` their
-    defaults (their one home is :mod:`thinkprobe.generate.defaults`; this names them, never repeats them).
+    defaults (their one home is :mod:`thinkprobe.generate.defaults`; this names them, never repeats them);
+    ``renamed`` its keys that were renamed (old -> new: an entry with the old key is refused naming the new one,
+    :func:`thinkprobe.generate.modelspec.entry_problems`).
     ``settings(model_cfg)`` is the entry's engine settings with those defaults merged (the one merge outside
     the engines themselves, whose code is sampling code and keeps its own: docs/sampling-store.md), and ``identity_keys`` the settings that change which continuations are sampled, cut or recorded: they
     go into a protected batch's identity (:data:`thinkprobe.protect.PARTS`), performance knobs do not.
@@ -49,6 +51,7 @@ class Backend:
     description: str
     open: Callable[[Mapping[str, Any]], Engine]
     keys: tuple[str, ...] = ()
+    renamed: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
     defaults: Mapping[str, Any] = field(default_factory=lambda: MappingProxyType({}))
     settings: Callable[[Mapping[str, Any]], Mapping[str, Any]] = lambda model: {}
     identity_keys: tuple[str, ...] = ()
