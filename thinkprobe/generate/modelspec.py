@@ -72,7 +72,7 @@ def entry_problems(name: str, entry: Mapping[str, Any], planned: bool = True) ->
     >>> entry_problems("m", {"backend": "vllm", "path": "smollm2"})
     []
     >>> entry_problems("m", {"backend": "vllm", "pathh": "x"})[0][:60]
-    "models.m.pathh: unknown key of model 'm' (known keys: api_key"
+    "models.m.pathh: unknown key of model 'm' (known keys: api_ke"
     """
     if not isinstance(entry, Mapping):
         return [f"models.{name}: a model entry is a mapping, not {type(entry).__name__}"]
@@ -160,7 +160,9 @@ class ModelSpec:
     Fields are the entry's keys with their defaults filled (``None``: not stated and no default). ``engine`` is
     the ``engine:`` section as stated (vLLM), ``settings`` the backend's settings with its defaults merged (the
     one merge: vLLM's engine arguments over ``VLLM_ENGINE_DEFAULTS``, an endpoint's keys over ``HTTP_DEFAULTS``),
-    ``max_model_len`` the context length the entry states (``None``: the engine's own). ``entry`` is the filled
+    ``max_model_len`` the context length the entry states (``None``: the engine's own). ``params_b``,
+    ``total_params_b``, ``weights_gb`` and ``trace_tokens`` are the planner's figures; ``resources`` every stated
+    key of :data:`~thinkprobe.generate.defaults.MODEL_RESOURCE_KEYS` (a job's resources, never a param). ``entry`` is the filled
     entry itself, which the collection's rule params and unit identities carry (:meth:`as_dict`); ``stated`` the
     entry as written (with its name), which the trajectory sampling's params, a continuation batch's identity and
     its provenance carry (:meth:`as_stated`): both exactly as before the spec existed, so no param and no stored
@@ -185,6 +187,10 @@ class ModelSpec:
     engine: FrozenMap
     settings: FrozenMap
     max_model_len: int | None
+    params_b: float | None
+    total_params_b: float | None
+    weights_gb: float | None
+    trace_tokens: FrozenMap
     resources: FrozenMap
     entry: FrozenMap
     stated: FrozenMap
@@ -214,6 +220,8 @@ class ModelSpec:
             system_prompt=filled["system_prompt"] or "", device=filled["device"], gpu_model=filled["gpu_model"],
             sampling=FrozenMap(filled.get("sampling") or {}), engine=FrozenMap(filled.get("engine") or {}),
             settings=settings, max_model_len=int(stated) if stated else None,
+            params_b=filled.get("params_b"), total_params_b=filled.get("total_params_b"),
+            weights_gb=filled.get("weights_gb"), trace_tokens=FrozenMap(filled.get("trace_tokens") or {}),
             resources=FrozenMap({k: filled[k] for k in sorted(MODEL_RESOURCE_KEYS) if k in filled}),
             entry=FrozenMap(filled), stated=FrozenMap({"name": name, **{k: v for k, v in entry.items() if k != "name"}}))
 

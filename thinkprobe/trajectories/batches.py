@@ -151,12 +151,15 @@ def sampling_config(traj: Mapping[str, Any]) -> SamplingConfig:
     return SamplingConfig.from_config(traj)
 
 
-def batch_identity(cfg: SamplingConfig, model: ModelSpec) -> dict[str, Any]:
-    """What decides a continuation batch: its sampling settings (``cfg``: :func:`sampling_config`), its model
-    (the entry as stated: :meth:`ModelSpec.as_stated`), the model's engine settings that change what is sampled
-    and the sampling code's hash (:func:`thinkprobe.protect.identity`). The sampling job records it beside the
-    batch and keys the store and the finished documents with it; planning compares it before a rerun."""
-    return protect.identity(cfg.as_dict(), model.as_stated(), batch_code_sha256(cfg, model.backend))
+def batch_identity(cfg: SamplingConfig | Mapping[str, Any], model: ModelSpec | Mapping[str, Any]) -> dict[str, Any]:
+    """What decides a continuation batch: its sampling settings (``cfg``, parsed: :func:`sampling_config`; a
+    mapping is parsed here), its model (a spec, or the entry with its name; the entry as stated,
+    :meth:`ModelSpec.as_stated`, enters), the model's engine settings that change what is sampled and the
+    sampling code's hash (:func:`thinkprobe.protect.identity`). The sampling job records it beside the batch and
+    keys the store and the finished documents with it; planning compares it before a rerun."""
+    cfg = cfg if isinstance(cfg, SamplingConfig) else sampling_config(cfg)
+    spec = ModelSpec.of(model)
+    return protect.identity(cfg.as_dict(), spec.as_stated(), batch_code_sha256(cfg, spec.backend))
 
 
 def batch_id(index: int, decoding: str = "default") -> str:
