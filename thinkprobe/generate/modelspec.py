@@ -226,6 +226,21 @@ class ModelSpec:
             entry=FrozenMap(filled), stated=FrozenMap({"name": name, **{k: v for k, v in entry.items() if k != "name"}}))
 
     @classmethod
+    def named(cls, model: str, backend: str) -> "ModelSpec":
+        """The spec of a model named by one string (a command line's ``--model``: for vLLM a local folder, named by
+        its folder's name, or a built-in name), through its backend's ``named``; a backend whose models need a
+        config entry is refused, naming the backends that take a name."""
+        from pathlib import Path
+
+        kind = _registry().get(backend)
+        if kind.named is None:
+            able = [n for n in _registry().names() if _registry().get(n).named is not None]
+            raise ModelSpecError(f"backend {backend!r} cannot open a model from its name alone (backends that "
+                                 f"can: {', '.join(able)})")
+        name = Path(model).name if Path(model).is_dir() else model
+        return cls.from_config(name, {"backend": kind.name, **kind.named(model)})
+
+    @classmethod
     def of(cls, model: "ModelSpec | Mapping[str, Any]") -> "ModelSpec":
         """``model`` itself when it is a spec, else the spec of a filled entry (one that names its model, as the
         rule params carry it)."""

@@ -81,6 +81,12 @@ def names() -> list[str]:
     return sorted(_REGISTRY)
 
 
+def named_backends() -> list[str]:
+    """The backends that sample continuations and open a model from its name alone (``Backend.named``:
+    ``thinkprobe trajectory --backend``), sorted."""
+    return [n for n in continuation_names() if _REGISTRY[n].named is not None]
+
+
 def continuation_names() -> list[str]:
     """The backends that sample the trajectories' continuations (one row each in docs/sampling-store.md)."""
     return [n for n in names() if _REGISTRY[n].continuations]

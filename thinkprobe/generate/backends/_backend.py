@@ -45,6 +45,8 @@ class Backend:
     ``lazy(model_cfg, log)`` returns an engine whose identity is known without starting it, or None
     (:func:`thinkprobe.generate.engine.engine_for_work`). ``problems(name, entry, base)`` are the checks of one
     used entry that the schema cannot make (a model folder missing on this machine), each naming its key.
+    ``named(model)`` is the entry of a model named by one string on the command line (``thinkprobe trajectory
+    --model``: vLLM's path or built-in name), or None where a model needs its config entry.
     """
 
     name: str
@@ -61,6 +63,7 @@ class Backend:
     continuations: bool = False
     lazy: Callable[..., Engine | None] | None = None
     problems: Callable[[str, Mapping[str, Any], str], list[str]] = _no_problems
+    named: Callable[[str], dict[str, Any]] | None = None
 
     def engine_settings(self, model_cfg: Mapping[str, Any]) -> dict[str, Any]:
         """The :attr:`identity_keys` of a model's settings (defaults merged: stating a default and leaving it

@@ -82,4 +82,5 @@ BACKEND = Backend(
     continuations=True,
     lazy=lazy,
     problems=problems,
+    named=lambda model: {"path": model},
 )
