@@ -385,7 +385,7 @@ def plan_study(config: Mapping[str, Any], base: str | Path = ".", collect: Colle
 
     def model_info(name: str) -> dict[str, Any]:
         if name not in info:
-            m = collect.models.get(name) or ModelSpec.from_config(name, models_cfg.get(name) or {})
+            m = collect.models[name] if name in collect.models else ModelSpec.from_config(name, models_cfg[name] or {})
             active, weights, where = model_size(m, cache)
             rate, cls = throughput(config, m, active)
             info[name] = {"cfg": m, "rate": rate, "class": cls, "weights": weights}
