@@ -252,7 +252,7 @@ class ModelSpec:
 
     def as_dict(self) -> dict[str, Any]:
         """The filled entry as a plain mapping, keys in their order: what the rule params, the engines and the stored
-        identities receive (unchanged by this parse: ``model_settings`` returned the same mapping)."""
+        identities receive (what ``collection_jobs.model_settings`` returned before the spec: the same mapping)."""
         return self.entry.thaw()
 
     def as_stated(self) -> dict[str, Any]:
