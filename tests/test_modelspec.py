@@ -153,3 +153,47 @@ def test_the_house_rule_sees_an_entry_read(tmp_path):
     module = tmp_path / "m.py"
     module.write_text("def f(model_cfg, cfg):\n    return model_cfg.get('path'), cfg.get('base_url')\n")
     assert len(_entry_reads(module, "stages/m.py")) == 2
+
+
+# ------------------------------------------------------------ what passes between jobs is what it was before
+
+ENTRIES = {"path": VLLM, "hub": {"backend": "vllm", "hub_id": "org/m", "device": "cpu", "mem_mb": 3000,
+                                 "engine": {"max_model_len": 2048, "dtype": "half"}},
+           "endpoint": {"backend": "openai", "base_url": "http://127.0.0.1:9/v1", "served_model": "x",
+                        "max_model_len": 4096, "system_prompt": "be brief", "think_prefill": True}}
+
+
+@pytest.mark.parametrize("kind", sorted(ENTRIES))
+def test_params_and_stored_identities_are_those_of_the_entry_before_the_spec(kind):
+    """The mappings the rule params carried before the spec (the filled entry: collection_jobs.model_settings; the
+    entry as stated less its resources: TrajectoryJobs.engine_model), written out here as they were computed, and
+    a collected unit's settings digest as unit_store computed it: Snakemake reruns a job whose params' repr
+    changes, and a stored unit or batch whose key changes is refused."""
+    import hashlib
+    import json
+
+    from thinkprobe.generate.defaults import MODEL_RESOURCE_KEYS
+    from thinkprobe.generate.unit_store import _sampling, unit_settings
+    from thinkprobe.protect import identity
+
+    entry = ENTRIES[kind]
+    spec = ModelSpec.from_config("m", entry)
+    filled = {"name": "m", **MODEL_DEFAULTS, **entry}
+    if filled.get("hub_id"):
+        filled.setdefault("revision", "main")
+    assert repr(spec.as_dict()) == repr(filled)
+    stated = {k: v for k, v in {"name": "m", **entry}.items() if k not in MODEL_RESOURCE_KEYS}
+    assert repr({k: v for k, v in spec.as_stated().items() if k not in MODEL_RESOURCE_KEYS}) == repr(stated)
+    # the continuation batch's identity: from the stated entry, as before (no default revision added)
+    assert identity({"n": 4}, spec.as_stated()) == identity({"n": 4}, {"name": "m", **entry})
+    # a collected unit's settings, as unit_store.unit_identity wrote them before it read the spec
+    m = filled
+    u = {"question": {"text": "2 + 2?", "choices": []}, "seed": 7}
+    params = {"model": filled, "prompt_variant": "native", "sampling": {"temperature": 0.6, "max_tokens": 64}}
+    old = {"backend": m.get("backend"), "model": m.get("path") or m.get("served_model") or m.get("name"),
+           "base_url": m.get("base_url"), "reasoning": m.get("reasoning"), "think_prefill": bool(m.get("think_prefill")),
+           "system_prompt": m.get("system_prompt") or "", "prompt_variant": "native", "question": "2 + 2?",
+           "choices": [], "sampling": _sampling(params["sampling"], 7).as_dict()}
+    if m.get("hub_id"):
+        old.update(model=m["hub_id"], revision=m.get("revision") or "main")
+    assert unit_settings(u, params) == hashlib.sha256(json.dumps(old, sort_keys=True).encode()).hexdigest()
