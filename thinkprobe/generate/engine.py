@@ -65,4 +65,4 @@ def engine_for_work(model: ModelSpec | Mapping[str, Any], log: Callable[[str], N
     that states ``engine.max_model_len``), else the engine itself (:func:`open_engine`)."""
     spec = ModelSpec.of(model)
     backend = spec.kind
-    return (backend.lazy and backend.lazy(spec.as_dict(), log)) or backend.open(spec.as_dict())
+    return (backend.lazy and backend.lazy(spec, log)) or backend.open(spec.as_dict())

@@ -18,12 +18,9 @@ engine as before (the ``vllm`` backend's ``lazy``, :mod:`thinkprobe.generate.bac
 from __future__ import annotations
 
 import time
-from typing import TYPE_CHECKING, Callable, Sequence
+from typing import Any, Callable, Sequence
 
 from .interface import Generation, SamplingSpec
-
-if TYPE_CHECKING:
-    from .modelspec import ModelSpec
 
 
 class LazyVllmEngine:
@@ -31,7 +28,9 @@ class LazyVllmEngine:
 
     backend = "vllm"
 
-    def __init__(self, model: ModelSpec, log: Callable[[str], None] = print):
+    def __init__(self, model: Any, log: Callable[[str], None] = print):
+        """``model``: the model's :class:`~thinkprobe.generate.modelspec.ModelSpec` (not imported here: the spec
+        imports the backend registry, whose vLLM file imports this module)."""
         from ..outputs import sha256_file
         from .models import resolve_model
         from .vllm_engine import engine_version

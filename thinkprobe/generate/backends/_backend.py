@@ -42,7 +42,8 @@ class Backend:
     the model's weights itself (its memory is sized for them, its folder or hub id is checked before any job
     starts); ``hub`` that it loads models by ``hub_id``. ``continuations``: it can sample the trajectories'
     continuations (a backend whose sampling code is keyed in ``trajectories.sampling.BACKEND_CODE``).
-    ``lazy(model_cfg, log)`` returns an engine whose identity is known without starting it, or None
+    ``lazy(spec, log)`` returns an engine whose identity is known without starting it, or None, from the model's
+    :class:`~thinkprobe.generate.modelspec.ModelSpec` (not imported by a backend file: the spec imports the registry)
     (:func:`thinkprobe.generate.engine.engine_for_work`). ``problems(name, entry, base)`` are the checks of one
     used entry that the schema cannot make (a model folder missing on this machine), each naming its key.
     ``named(model)`` is the entry of a model named by one string on the command line (``thinkprobe trajectory

@@ -43,12 +43,10 @@ def gpus(model_cfg: Mapping[str, Any]) -> int:
     return int(settings(model_cfg)["tensor_parallel_size"])
 
 
-def lazy(model_cfg: Mapping[str, Any], log: Callable[[str], None]):
-    """A :class:`~thinkprobe.generate.lazy_engine.LazyVllmEngine` when the entry states ``engine.max_model_len``
-    (the engine's identity is then known without starting it), else None."""
-    from ..modelspec import ModelSpec
-
-    spec = ModelSpec.of(model_cfg)
+def lazy(spec: Any, log: Callable[[str], None]):
+    """A :class:`~thinkprobe.generate.lazy_engine.LazyVllmEngine` when the model's spec
+    (:class:`~thinkprobe.generate.modelspec.ModelSpec`, which imports this registry) states
+    ``engine.max_model_len`` (the engine's identity is then known without starting it), else None."""
     if not spec.max_model_len:
         return None
     from ..lazy_engine import LazyVllmEngine
