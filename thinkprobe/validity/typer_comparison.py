@@ -19,7 +19,7 @@ One table, one row per (section, item, model):
   mean |metric_b - metric_a| per unit), ``mean_abs_change_sd`` (the same in units of the metric's standard
   deviation under typer a: comparable across metrics; NaN for a constant metric), ``changed`` (the share
   of units whose value differs) and ``rank_change`` (1 = the metric that changes most, by
-  ``mean_abs_change_sd``).
+  ``mean_abs_change_sd``; ties share the best rank; NaN for a constant metric).
 """
 
 from __future__ import annotations
@@ -57,13 +57,13 @@ def compare(profiles_a: pd.DataFrame, profiles_b: pd.DataFrame, metrics_a: pd.Da
 
     >>> pa = pd.DataFrame({"level": ["model"] * 2, "model": ["m1", "m2"], "Depth": [0.1, 0.4]})
     >>> pb = pd.DataFrame({"level": ["model"] * 2, "model": ["m1", "m2"], "Depth": [0.5, 0.2]})
-    >>> ma = pd.DataFrame({"trace_id": ["t1", "t2"], "model": ["m1", "m2"], "CR": [0.0, 1.0]})
-    >>> mb = pd.DataFrame({"trace_id": ["t1", "t2"], "model": ["m1", "m2"], "CR": [0.5, 1.0]})
+    >>> ma = pd.DataFrame({"trace_id": ["t1", "t2"], "model": ["m1", "m2"], "CHR": [0.0, 1.0]})
+    >>> mb = pd.DataFrame({"trace_id": ["t1", "t2"], "model": ["m1", "m2"], "CHR": [0.5, 1.0]})
     >>> t = compare(pa, pb, ma, mb, ("paper", "learned"))
-    >>> t[(t.section == "dimension") & (t.model == "")][["item", "spearman", "n_models"]].values.tolist()
+    >>> t[(t.section == "dimension") & (t.model == "")][["item", "spearman", "n_models"]].round(6).values.tolist()
     [['Depth', -1.0, 2.0]]
     >>> t[(t.section == "metric") & (t.model == "")][["item", "mean_abs_change", "changed"]].values.tolist()
-    [['CR', 0.25, 0.5]]
+    [['CHR', 0.25, 0.5]]
     """
     a_name, b_name = typers
     common = dict(typer_a=a_name, typer_b=b_name)
@@ -96,10 +96,9 @@ def compare(profiles_a: pd.DataFrame, profiles_b: pd.DataFrame, metrics_a: pd.Da
         study.append(_row(section="metric", item=metric, model="", mean_abs_change=mac,
                           mean_abs_change_sd=mac / sd if sd and np.isfinite(sd) and sd > 0 else float("nan"),
                           changed=changed, **common))
-    order = sorted(range(len(study)), key=lambda i: (-np.nan_to_num(study[i]["mean_abs_change_sd"], nan=-1.0),
-                                                      study[i]["item"]))
-    for rank, i in enumerate(order, 1):
-        study[i]["rank_change"] = rank
+    ranks = pd.Series([r["mean_abs_change_sd"] for r in study], dtype=float).rank(method="min", ascending=False)
+    for r, rank in zip(study, ranks):
+        r["rank_change"] = rank
     table = pd.DataFrame(rows + study, columns=list(COLUMNS))
     return table.astype({"n_models": "float64", "rank_change": "float64"})
 
