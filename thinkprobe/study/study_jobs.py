@@ -13,7 +13,10 @@ follows the Snakefile's ``all`` and the rule files:
   ``steering-thinking-llms`` adapter names files (``AGREEMENT_FILES``), and one ``stats_fig_<name>`` per entry of
   ``STATS_FIGURES``;
 * ``trajectories.enabled`` with at least one sampling batch: ``traj_tables``, ``traj_join``
-  (rules/trajectories.smk ``TRAJ_TARGETS``).
+  (rules/trajectories.smk ``TRAJ_TARGETS``);
+* ``validity.compare_typers``: ``aggregate_typer``, ``profiles_typer``, ``typer_comparison`` (rules/validity.smk;
+  its per-batch ``graph_typer`` and ``metrics_typer`` are counted with the analysis batches). The jobs of
+  ``validity.sets`` (``validate_set``, one per set and typer, and the target ``validate``) are not counted.
 
 Whether a rule is a SLURM job or runs in the Snakemake process (``localrule: True``) is read from the rule files
 themselves (:func:`rule_flags`), the one place that decides it, as :func:`thinkprobe.codedeps.rule_scripts`
@@ -31,6 +34,7 @@ ALWAYS = ("aggregate", "profiles", "figures", "report_tables", "model_summaries"
 STATS_RULES = ("stats_kruskal", "stats_dunn", "stats_spearman", "stats_stability", "stats_cycles", "stats_confound",
                "stats_ablation", "stats_robustness", "stats_claims", "stats_summary", "stats_pages")
 TRAJECTORY_RULES = ("traj_tables", "traj_join")
+TYPER_RULES = ("aggregate_typer", "profiles_typer", "typer_comparison")  # validity.compare_typers
 AGREEMENT_ADAPTER = "steering-thinking-llms"
 
 
@@ -97,6 +101,8 @@ def study_rules(config: Mapping[str, Any], sampling_batches: int, base: str | Pa
         rules += [f"stats_fig_{name}" for name in stats_figures()]
     if config["trajectories"]["enabled"] and sampling_batches:
         rules += TRAJECTORY_RULES
+    if config["validity"]["compare_typers"]:
+        rules += TYPER_RULES
     return rules
 
 
