@@ -6,8 +6,11 @@ writes for the same set. The study under both typers runs in tests/test_learned_
 from __future__ import annotations
 
 import json
+import os
+import shutil
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pandas as pd
@@ -92,7 +95,8 @@ def test_the_side_by_side_table_ranks_models_as_scipy_and_finds_the_metric_that_
 def test_the_validate_target_writes_what_thinkprobe_validate_writes_for_each_typer(tmp_path):
     wd = make_workdir(tmp_path / "wd")
     assert job_counts(snakemake(wd, "-n", "validate").stdout) == {"validate": 1}  # no set: the target rule alone
-    entry = {"name": "anchors", "format": "thought_anchors", "path": str(ANCHORS), "mapping": str(ANCHORS_MAPPING)}
+    shutil.copytree(ANCHORS, wd / "anchors")  # the set's copy, relative to the working directory
+    entry = {"name": "anchors", "format": "thought_anchors", "path": "anchors", "mapping": str(ANCHORS_MAPPING)}
     cfg = yaml.safe_load((wd / "config" / "config.yaml").read_text())
     cfg["validity"] = {"compare_typers": True, "sets": [entry], "draws": 200}
     path = wd / "config" / "validity.yaml"
@@ -102,7 +106,7 @@ def test_the_validate_target_writes_what_thinkprobe_validate_writes_for_each_typ
     snakemake(wd, "validate", "--configfile", str(path))
     out = wd / "results" / "validity" / "anchors"
     cli = tmp_path / "cli"
-    subprocess.run([sys.executable, "-m", "thinkprobe.cli", "validate", str(ANCHORS), "--format", "thought_anchors",
+    subprocess.run([sys.executable, "-m", "thinkprobe.cli", "validate", "anchors", "--format", "thought_anchors",
                     "--mapping", str(ANCHORS_MAPPING), "--draws", "200", "--out", str(cli),
                     "--set", "classification.typer=learned"],
                    check=True, capture_output=True, text=True, env=env_for(wd), cwd=wd)
@@ -117,3 +121,8 @@ def test_the_validate_target_writes_what_thinkprobe_validate_writes_for_each_typ
     assert {k: v for k, v in got.items() if k not in ("set", "typer")} == want
     assert (out / "learned" / "traces.csv").read_text() == (cli / "traces.csv").read_text()
     assert job_counts(snakemake(wd, "-n", "validate", "--configfile", str(path)).stdout) == {}  # all current
+    chunks = next((wd / "anchors").rglob("chunks_labeled.json"))
+    chunks.write_text(json.dumps(json.loads(chunks.read_text()), indent=3))  # one file of the set edited
+    os.utime(chunks, (time.time() + 60, time.time() + 60))  # (Snakemake compares its checksum once it is newer)
+    assert job_counts(snakemake(wd, "-n", "validate", "--configfile", str(path)).stdout) == {
+        "validate_set": 2, "validate": 1}
