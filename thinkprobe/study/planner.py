@@ -539,18 +539,20 @@ def _analysis_rows(study: StudyPlan, config: Mapping[str, Any], collect: Collect
     """The Thought Graph analysis, per analysis batch (one model's units of ``resources.batch_questions``
     questions, :mod:`thinkprobe.stages.batches`): 3 jobs (segment, graph, metrics) of a collected set's batch (its
     trace files are written by the collection jobs), 4 of an imported set's (``import_traces`` first, one job per
-    batch); a batch's jobs are one SLURM job (group ``analysis``)."""
+    batch), 2 more with ``validity.compare_typers`` (``graph_typer``, ``metrics_typer``: rules/validity.smk); a
+    batch's jobs are one SLURM job (group ``analysis``)."""
     from ..stages.batches import batch_count
 
     size = int(config["resources"]["batch_questions"])
+    typers = 2 if config["validity"]["compare_typers"] else 0
     for qset in collect.question_sets:
         models = {m for m, q in collect.jobs if q == qset}  # the workflow's batches (thinkprobe.study.workflowplan)
         batches = len(models) * batch_count(len(collect.questions[qset]), size)
         units = sum(1 for u in collect.units if u.question_set == qset)
-        study.rows.append(Row("analysis", units=units, jobs=batches * 3, slurm_jobs=batches,
+        study.rows.append(Row("analysis", units=units, jobs=batches * (3 + typers), slurm_jobs=batches,
                               detail=f"(all models) x {qset}"))
     for qset, (batches, units) in sorted(imported.items()):
-        study.rows.append(Row("analysis", units=units, jobs=batches * 4, slurm_jobs=batches,
+        study.rows.append(Row("analysis", units=units, jobs=batches * (4 + typers), slurm_jobs=batches,
                               detail=f"(all models) x {qset}, imported"))
 
 
