@@ -59,6 +59,7 @@ include: "rules/report.smk"
 include: "rules/stats.smk"
 include: "rules/trajectories.smk"
 include: "rules/pages.smk"
+include: "rules/validity.smk"
 
 
 rule all:
@@ -73,7 +74,7 @@ rule all:
         "results/report/exclusions.html",
         "results/report/profiles.html",
         manifests("metrics"),  # every analysis batch (rules/common.smk)
-        study_targets("stats", "trajectories", "pages", "model_pages"),  # what the rule files registered
+        study_targets("stats", "trajectories", "pages", "model_pages", "validity"),  # what the rule files registered
 
 
 place_slurm_jobs(workflow.rules)  # resources.slurm: account, partitions, QoS, constraints (rules/common.smk)

@@ -101,11 +101,15 @@ def test_reasoning_models_are_expected_to_write_more_than_prompted_chains_of_tho
     from thinkprobe.study.planner import prior_tokens
 
     cfg = _validated({"inputs": []})
-    native, _ = prior_tokens(cfg, {"name": "r1", "reasoning": "native"}, "gsm8k")
-    prompted, where = prior_tokens(cfg, {"name": "it", "reasoning": "prompted"}, "gsm8k")
+    from thinkprobe.generate.modelspec import ModelSpec
+
+    native, _ = prior_tokens(cfg, ModelSpec.from_config("r1", {"backend": "vllm", "reasoning": "native"}), "gsm8k")
+    prompted, where = prior_tokens(cfg, ModelSpec.from_config("it", {"backend": "vllm", "reasoning": "prompted"}),
+                                   "gsm8k")
     assert native == cfg["planning"]["trace_tokens_prior"]["gsm8k"] and prompted < native / 2
     assert "prompted_trace_share" in where
-    assert prior_tokens(cfg, {"name": "m", "trace_tokens": {"gsm8k": 777}}, "gsm8k") == (777, "models.m.trace_tokens.gsm8k")
+    stated = ModelSpec.from_config("m", {"backend": "vllm", "trace_tokens": {"gsm8k": 777}})
+    assert prior_tokens(cfg, stated, "gsm8k") == (777, "models.m.trace_tokens.gsm8k")
 
 
 def test_a_model_too_large_for_a_node_or_its_gpus_is_a_config_error_naming_the_key():

@@ -118,7 +118,15 @@ def test_the_artifact_reproduces_its_recorded_scores_on_a_held_out_slice(encoder
 
 @pytest.mark.workflow
 def test_the_workflow_runs_under_the_learned_typer_and_a_typer_change_reruns_graph_and_after(tmp_path):
+    """One finished run under the learned typer, then: a typer change reruns exactly the jobs that graph and
+    what follows it are (the dry run's job table equals ``--forcerun graph``'s, under the local profile's rerun
+    triggers: Snakemake's defaults); ``validity.compare_typers`` adds only the other typer's graph-and-after jobs,
+    reading the study's segments and embeddings (no segment job, no file of the study's own rewritten), and
+    writes the side-by-side table (docs/validity.md, "Both typers in one study")."""
+    import pandas as pd
+
     wd = make_workdir(tmp_path / "wd")
+    profile = ("--profile", str(ROOT / "profiles" / "local"), "--cores", "2")
     learned = write_config(wd, lambda c: c["analysis"]["classification"].update(typer="learned"))
     snakemake(wd, "--configfile", str(learned))
     graphs = sorted((wd / "results" / "graphs").rglob("*.json"))
@@ -127,13 +135,43 @@ def test_the_workflow_runs_under_the_learned_typer_and_a_typer_change_reruns_gra
     assert len(ok) >= 10
     for d in ok:
         assert d["provenance"]["params"]["classification"]["typer"] == "learned"
-    import pandas as pd
-
     prof = pd.read_parquet(wd / "results" / "tables" / "profiles.parquet")
     assert prof[prof["level"] == "model"].shape[0] == 3  # the 5D profile under the learned typer
+    graph_and_after = job_counts(snakemake(wd, "-n", *profile, "--configfile", str(learned), "--forcerun",
+                                           "graph").stdout)
+    assert {"graph", "metrics", "aggregate", "profiles", "figures", "report_tables"} <= set(graph_and_after)
     paper = write_config(wd, lambda c: c["analysis"]["classification"].update(typer="paper"))
-    out = snakemake(wd, "-n", "--configfile", str(paper)).stdout
-    counts = job_counts(out)
-    assert "segment" not in counts and "import_traces" not in counts
-    assert counts["graph"] == 3 and counts["metrics"] == 3 and counts["profiles"] == 1 and counts["aggregate"] == 1
+    out = snakemake(wd, "-n", *profile, "--configfile", str(paper)).stdout
+    assert job_counts(out) == graph_and_after  # exactly graph and after: no import, no segment job
     assert "'typer': 'paper'" in out
+
+    # both typers side by side: the study stays learned; the paper typer's graphs go to their own folders
+    own = {p: p.stat().st_mtime_ns for p in (wd / "results").rglob("*")
+           if p.is_file() and p.parts[len(wd.parts) + 1] in ("segments", "embeddings", "graphs", "metrics", "tables")}
+    both = write_config(wd, lambda c: (c["analysis"]["classification"].update(typer="learned"),
+                                       c.setdefault("validity", {}).update(compare_typers=True)))
+    counts = job_counts(snakemake(wd, "-n", *profile, "--configfile", str(both)).stdout)
+    assert counts == {"graph_typer": 3, "metrics_typer": 3, "aggregate_typer": 1, "profiles_typer": 1,
+                      "typer_comparison": 1, "all": 1}
+    snakemake(wd, "--configfile", str(both))
+    assert {p: p.stat().st_mtime_ns for p in own} == own  # the study's segments, embeddings, graphs, tables kept
+    other = [json.loads(p.read_text()) for p in sorted((wd / "results" / "graphs-paper").rglob("*.json"))]
+    assert len(other) == len(docs)
+    assert {d["provenance"]["params"]["classification"]["typer"] for d in other if d["status"] == "ok"} == {"paper"}
+    table = pd.read_parquet(wd / "results" / "tables" / "typer_comparison.parquet")
+    assert set(table["typer_a"]) == {"learned"} and set(table["typer_b"]) == {"paper"}
+    ranks = table[(table["section"] == "dimension") & (table["model"] == "")]
+    assert len(ranks) == 5 and set(ranks["n_models"]) == {3.0}
+    assert ranks["spearman"].between(-1, 1).all()
+    dims = table[(table["section"] == "dimension") & (table["model"] != "")]
+    paper_prof = pd.read_parquet(wd / "results" / "tables" / "typer-paper" / "profiles.parquet")
+    paper_models = paper_prof[paper_prof["level"] == "model"].set_index("model")
+    for _, r in dims.iterrows():  # score_b is the paper typer's profile, score_a the study's (learned) profile
+        assert r["score_b"] == pytest.approx(paper_models.loc[r["model"], r["item"]])
+    metric_rows = table[(table["section"] == "metric") & (table["model"] == "")]
+    assert len(metric_rows) == 19 and metric_rows["rank_change"].min() == 1
+    # the typers differ in CRT and MET: some metric changes between them
+    assert metric_rows["mean_abs_change"].max() > 0
+    assert (wd / "results" / "figures" / "typer_comparison.png").stat().st_size > 0
+    assert "typer_comparison" in (wd / "results" / "report" / "typer_comparison.html").read_text()
+    assert job_counts(snakemake(wd, "-n", *profile, "--configfile", str(both)).stdout) == {}

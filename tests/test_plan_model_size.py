@@ -128,10 +128,10 @@ def test_total_parameters_come_from_the_weight_index_and_active_ones_from_the_co
 
 
 def plan_folder(cfg, name):
-    from thinkprobe.generate.collection_jobs import model_settings
+    from thinkprobe.generate.modelspec import ModelSpec
     from thinkprobe.study.planner import local_folder
 
-    return local_folder(model_settings(name, cfg["models"][name]), cfg["resources"]["model_cache"])
+    return local_folder(ModelSpec.from_config(name, cfg["models"][name]), cfg["resources"]["model_cache"])
 
 
 def test_the_config_estimate_counts_smollm2_exactly_and_the_published_moe_sizes():

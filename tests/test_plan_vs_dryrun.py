@@ -66,12 +66,14 @@ def _job_stats(dry_run: str) -> Counter:
     return Counter({m.group(1): int(m.group(2)) for m in re.finditer(r"^(\w+)\s+(\d+)\s*$", table, re.M)})
 
 
-@pytest.mark.parametrize("shape", ["stats-and-pages", "no-trajectories-no-pages", "imported-and-collected"])
+@pytest.mark.parametrize("shape", ["stats-and-pages", "no-trajectories-no-pages", "imported-and-collected",
+                                   "both-typers"])
 def test_the_planners_jobs_and_slurm_jobs_are_the_dry_runs_study_wide_jobs_included(tmp_path, shape):
     """Every job the dry run schedules, per rule, is one the planner counts, the study-wide ones included (tables,
     statistics, figures, pages); and its SLURM jobs are the jobs the run submits: the top-level jobs of rules that
     are not local (Snakemake's own record of them) plus one per group job. The imported shape keeps the default's
-    imported demo traces beside its collected set (one import job per analysis batch, in the batch's group)."""
+    imported demo traces beside its collected set (one import job per analysis batch, in the batch's group). The
+    both-typers shape adds validity.compare_typers (two more jobs per batch, in its group; three study-wide)."""
     cfg = default_config()
     if shape != "imported-and-collected":
         cfg["inputs"] = []
@@ -84,6 +86,8 @@ def test_the_planners_jobs_and_slurm_jobs_are_the_dry_runs_study_wide_jobs_inclu
     else:
         cfg["trajectories"]["enabled"] = False
         cfg["pages"]["enabled"] = False
+    if shape == "both-typers":
+        cfg["validity"] = {"compare_typers": True}
     wd = make_workdir(tmp_path / "wd", cfg)
     out = snakemake(wd, "-n", "--profile", str(REPO / "profiles" / "slurm-local"), timeout=600)
     text = out.stdout + out.stderr
@@ -105,6 +109,8 @@ def test_the_planners_jobs_and_slurm_jobs_are_the_dry_runs_study_wide_jobs_inclu
     expected["segment"] = expected["graph"] = expected["metrics"] = sum(r["slurm_jobs"] for r in analysis)
     if imported:
         expected["import_traces"] = imported
+    if shape == "both-typers":
+        expected["graph_typer"] = expected["metrics_typer"] = expected["segment"]
     assert +expected == stats - Counter({"all": 1, "total": stats["total"]}), (expected, stats)
     assert sum(r["jobs"] for r in per_rule.values() if r["rule"] != "total") + 1 == stats["total"]
     # what SLURM gets: top-level jobs of rules that are not local, one per group job
@@ -115,6 +121,8 @@ def test_the_planners_jobs_and_slurm_jobs_are_the_dry_runs_study_wide_jobs_inclu
     total = next(r for r in planned["rows"] if r["rule"] == "total")
     assert total["slurm_jobs"] == sum(top.values()) + groups, (total, top, groups)
     assert per_rule["study"]["slurm_jobs"] == sum(n for r, n in top.items() if r in study)
+    if shape == "both-typers":
+        assert {"aggregate_typer", "profiles_typer", "typer_comparison"} <= set(study)
     if shape == "stats-and-pages":
         assert {"stats_cycles", "traj_join", "trace_pages"} <= set(study) and study["stats_cycles"]
     else:

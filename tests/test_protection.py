@@ -33,7 +33,7 @@ def _plant_batch(wd, cfg: dict, sidecar: bool) -> bytes:
     path.parent.mkdir(parents=True, exist_ok=True)
     ident = batch_identity(plan.sampling(), model)
     path.write_text(json.dumps({"documents": [], "stats": {},
-                                "provenance": {"params": sampling, "model": model,
+                                "provenance": {"params": sampling, "model": model.as_stated(),
                                                "sampling_code_sha256": ident["code_sha256"]}}))
     if sidecar:
         protect.record(path, ident)

@@ -47,30 +47,33 @@ PARTS = {"sampling_sha256": "the sampling settings", "model": "the model", "engi
          "code_sha256": "the sampling code"}
 
 
-def engine_settings(model_cfg: Mapping[str, Any]) -> dict[str, Any]:
-    """The engine settings of a model's config that enter its batches' identity (its backend's
-    ``identity_keys``), defaults filled in from their one home (the backend's ``settings``), so stating a
-    default and leaving it out are the same setting; none for a backend no file registers (an old record).
+def engine_settings(entry: Mapping[str, Any]) -> dict[str, Any]:
+    """The engine settings of a stated model entry (or of a stored record of one) that enter its batches'
+    identity (its backend's ``identity_keys``), defaults filled in from their one home (the backend's
+    ``settings``), so stating a default and leaving it out are the same setting; none for a backend no file
+    registers (an old record): :func:`thinkprobe.generate.backends.identity_settings`.
 
     >>> engine_settings({"backend": "vllm", "engine": {"max_model_len": 4096, "block_size": 16}})
     {'max_model_len': 4096, 'dtype': 'auto'}
     """
     from .generate import backends
 
-    if model_cfg.get("backend") not in backends.names():
-        return {}
-    return backends.of(model_cfg).engine_settings(model_cfg)
+    return backends.identity_settings(entry)
 
 
-def identity(sampling: Mapping[str, Any], model_cfg: Mapping[str, Any],
+def identity(sampling: Mapping[str, Any], entry: Mapping[str, Any],
              code_sha256: str | None = None) -> dict[str, Any]:
     """What decides a batch's continuations: the sampling digest, the model's identity, the engine settings
     that change what is sampled (:func:`engine_settings`) and the hash of the sampling code
-    (:func:`thinkprobe.trajectories.sampling.sampling_code_sha256`); not performance knobs or resources."""
+    (:func:`thinkprobe.trajectories.sampling.sampling_code_sha256`); not performance knobs or resources.
+
+    ``entry`` is the model's entry as stated (:meth:`thinkprobe.generate.modelspec.ModelSpec.as_stated`, as the
+    sampling job's params carry it) or a stored record of one (a batch's provenance): the identity of a batch
+    is read from what was recorded, whatever thinkprobe recorded it."""
     blob = json.dumps(dict(sampling), sort_keys=True, default=str).encode()
     return {"sampling_sha256": hashlib.sha256(blob).hexdigest(),
-            "model": {k: model_cfg.get(k) for k in ("name", *MODEL_KEYS) if model_cfg.get(k) is not None},
-            "engine": engine_settings(model_cfg), "code_sha256": code_sha256}
+            "model": {k: entry[k] for k in ("name", *MODEL_KEYS) if entry.get(k) is not None},
+            "engine": engine_settings(entry), "code_sha256": code_sha256}
 
 
 def sidecar(path: str | os.PathLike) -> Path:

@@ -40,7 +40,8 @@ from typing import Any, Mapping
 RULE_SCRIPTS = "../workflow/scripts"  # the scripts' folder relative to the rule files (rules/*.smk): `script:` paths
 # the conditions under which the default target (rule all, Snakefile) runs one job of a study-wide rule, read by
 # thinkprobe.study.study_jobs: "always", or the config switch (and requirement) that brings the rule in
-STUDY_WHEN = ("always", "pages", "stats", "stats.sensitivity", "stats.agreement", "trajectories")
+STUDY_WHEN = ("always", "pages", "stats", "stats.sensitivity", "stats.agreement", "trajectories",
+              "validity.compare_typers")
 
 
 @dataclass(frozen=True)
@@ -142,6 +143,14 @@ RULES: dict[str, Rule] = {
     "traj_label": Rule("traj_label.py"),
     "traj_tables": Rule("traj_tables.py", study="trajectories"),
     "traj_join": Rule("traj_join.py", study="trajectories"),
+    # rules/validity.smk: the study under the other typer (validity.compare_typers; graph_typer and metrics_typer
+    # run per analysis batch, in its group job) and the annotated sets (validity.sets)
+    "graph_typer": Rule("graph_typer.py"),
+    "metrics_typer": Rule("metrics_typer.py"),
+    "aggregate_typer": Rule("aggregate.py", local=True, study="validity.compare_typers"),
+    "profiles_typer": Rule("profiles.py", local=True, study="validity.compare_typers"),
+    "typer_comparison": Rule("typer_comparison.py", local=True, study="validity.compare_typers"),
+    "validate_set": Rule("validate_set.py"),
 }
 
 

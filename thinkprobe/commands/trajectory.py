@@ -30,6 +30,7 @@ HELP = __doc__
 def add_parser(sub) -> argparse.ArgumentParser:
     from types import SimpleNamespace
 
+    from ..generate.backends import named_backends
     from ..tasks import answer_names
     from ..generate.defaults import ESTIMATORS, TRAJECTORY_DEFAULTS, TRAJECTORY_SAMPLING_DEFAULTS
 
@@ -40,6 +41,9 @@ def add_parser(sub) -> argparse.ArgumentParser:
                        description=HELP, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("record", metavar="RECORD", help="a JSON trace record (question, gold, task, model ...), or -")
     p.add_argument("--model", default=None, help="model name or local folder (default: the record's, else smollm2)")
+    p.add_argument("--backend", choices=named_backends(), default=named_backends()[0],
+                   help="the backend that opens --model (thinkprobe.generate.backends: those that open a model "
+                        "from its name; default %(default)s)")
     p.add_argument("--task", choices=answer_names(), help="task (default: the record's, else gsm8k)")
     p.add_argument("--n", type=int, default=D.n, help=f"continuations per checkpoint (default {D.n})")
     p.add_argument("--stride", type=int, default=D.stride, help=f"checkpoint stride in reasoning tokens (default {D.stride})")
@@ -104,7 +108,9 @@ def _run(args: argparse.Namespace) -> int:
     from ..trajectories.checkpoints import RealizedTrace, engine_tokenizer_id
     from ..trajectories.distributions import dominant_set, effective_support, state_from_labels
     from ..trajectories.labelling import label_document
-    from ..trajectories.sampling import SamplingConfig, sample_traces
+    from ..generate.modelspec import ModelSpec
+    from ..trajectories.batches import sampling_config
+    from ..trajectories.sampling import sample_traces
 
     rec = _read_record(args.record)
     os.environ.setdefault("VLLM_LOGGING_STREAM", "ext://sys.stderr")  # stdout carries the table only
@@ -112,11 +118,11 @@ def _run(args: argparse.Namespace) -> int:
         os.environ.setdefault("VLLM_LOGGING_LEVEL", "WARNING")
     task = args.task or rec.get("task") or "gsm8k"
     model = args.model or rec.get("model") or "smollm2"
-    cfg = SamplingConfig(n=args.n, stride=args.stride, temperature=args.temperature, top_p=args.top_p,
-                         max_tokens=args.max_tokens, seed=args.seed, estimator=args.estimator,
-                         max_reasoning_tokens=args.max_reasoning_tokens)
-    engine = open_engine({"name": Path(model).name if Path(model).is_dir() else model, "backend": "vllm",
-                          "path": model})
+    cfg = sampling_config({"n": args.n, "stride": args.stride, "estimator": args.estimator,
+                           "max_reasoning_tokens": args.max_reasoning_tokens,
+                           "sampling": {"temperature": args.temperature, "top_p": args.top_p,
+                                        "max_tokens": args.max_tokens, "seed": args.seed}})
+    engine = open_engine(ModelSpec.named(model, args.backend))
     try:
         tok = engine.tokenizer()
         prompt = _prompt_ids(rec, tok, task)

@@ -39,13 +39,9 @@ def add_parser(sub) -> argparse.ArgumentParser:
 
 
 def run(args: argparse.Namespace) -> int:
-    import pandas as pd
-
     from ..encoder import load_encoder
-    from ..outputs import atomic_write_text, write_json
     from ..validity import mapping as mapping_mod
-    from ..validity import page
-    from ..validity.run import validate
+    from ..validity.run import validate, write_outputs
 
     missing = [p for p in args.paths if not Path(p).exists()]
     if missing:
@@ -58,12 +54,7 @@ def run(args: argparse.Namespace) -> int:
     encoder = load_encoder(params.encoder, device=args.device)
     result = validate(args.format, args.paths, mapping, params, encoder, tolerance=args.tolerance,
                       draws=args.draws, seed=args.seed, limit=args.limit)
-    if out is not None:
-        out.mkdir(parents=True, exist_ok=True)
-        write_json(out / "summary.json", result.summary)
-        atomic_write_text(out / "traces.csv", pd.DataFrame(result.rows).to_csv(index=False))
-    if args.page:
-        page.write(args.page, result.summary, args.title, args.out)
+    write_outputs(result, out, args.page, args.title)
     s = result.summary
     print(json.dumps({"traces": s["n_traces"], "compared": s["n_compared"], "excluded": s["exclusions"],
                       "boundary_f1": s["boundaries"]["f1"]["mean"], "pk": s["boundaries"]["pk"]["mean"],

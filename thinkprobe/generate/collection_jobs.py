@@ -28,22 +28,14 @@ from ..traces import safe_id
 from ..units import Discovery, UnitKey
 from .defaults import MODEL_DEFAULTS  # re-exported: collection_jobs.MODEL_DEFAULTS (one home: generate.defaults)
 from .defaults import COLLECTION_SAMPLING_DEFAULTS
-from . import backends
+from .modelspec import ModelSpec
 from .questions import PROMPT_VARIANTS, Question, QuestionSetError, Skipped, read_question_set
 
 
-def model_settings(name: str, cfg: Mapping[str, Any]) -> dict[str, Any]:
-    """A model's config entry with its name and defaults filled in (what :func:`open_engine` receives)."""
-    settings = {"name": name, **MODEL_DEFAULTS, **dict(cfg)}
-    if settings.get("hub_id"):
-        settings.setdefault("revision", "main")
-    return settings
-
-
-def gpus(model: Mapping[str, Any]) -> int:
+def gpus(model: ModelSpec | Mapping[str, Any]) -> int:
     """GPUs a collection job of this model asks SLURM for: its backend's need (``vllm``: ``tensor_parallel_size``
     on a GPU device; an endpoint or a replay file: none)."""
-    return backends.of(model).gpus(model)
+    return ModelSpec.of(model).gpus()
 
 
 class CollectionConfigError(ValueError):
@@ -88,7 +80,7 @@ def question_dict(q: Question) -> dict[str, Any]:
 class CollectionJobs:
     """Every collection job and unit of the config."""
 
-    models: dict[str, dict[str, Any]] = field(default_factory=dict)  # name -> model config (with its name)
+    models: dict[str, ModelSpec] = field(default_factory=dict)  # name -> the model's spec
     questions: dict[str, list[Question]] = field(default_factory=dict)  # question set -> questions (ordered)
     batches: dict[tuple[str, str, str], list[str]] = field(default_factory=dict)  # (model, qset, batch) -> qids
     units: dict[UnitKey, tuple[str, str, str]] = field(default_factory=dict)  # unit -> its batch key
@@ -134,7 +126,7 @@ class CollectionJobs:
                 key = UnitKey(model, qset, qid, run)
                 units.append({"unit": key.as_dict(), "question": question_dict(by_id[qid]),
                               "seed": unit_seed(job["seed"], key)})
-        out = {"model": self.models[model], "prompt_variant": job["prompt_variant"], "sampling": job["sampling"],
+        out = {"model": self.models[model].as_dict(), "prompt_variant": job["prompt_variant"], "sampling": job["sampling"],
                "seed": job["seed"], "units": units}
         if collection is not None:
             out.update(loop_detection=dict(collection["loop_detection"]), chunk_prompts=collection["chunk_prompts"])
@@ -240,22 +232,21 @@ def list_collection_jobs(config: Mapping[str, Any], base: str | Path = ".") -> C
                 found = read_question_set({**qsets_cfg[qset], "name": qset}, Path(base))
             except DatasetPending:  # a hub set not fetched yet: no job until `snakemake fetch_datasets`
                 plan.pending.add(qset)
-                plan.models[model] = model_settings(model, models_cfg[model])
+                plan.models[model] = ModelSpec.from_config(model, models_cfg[model])
                 continue
             except (QuestionSetError, OSError) as exc:
                 raise CollectionConfigError(f"question set {qset!r}: {exc}") from exc
             plan.questions[qset], plan.skipped[qset] = found.questions, found.skipped
             if not plan.questions[qset]:
                 raise CollectionConfigError(f"question set {qset!r} selects no question")
-        mcfg = model_settings(model, models_cfg[model])
-        plan.models[model] = mcfg
+        spec = plan.models[model] = ModelSpec.from_config(model, models_cfg[model])
         runs = int(entry.get("runs", collection["runs"]))
         plan.jobs[(model, qset)] = {
             "run_names": [str(r) for r in range(1, runs + 1)],
             "seed": int(entry.get("seed", collection["seed"])),
             "sampling": {**COLLECTION_SAMPLING_DEFAULTS, **(collection.get("sampling") or {}),
-                         **(mcfg.get("sampling") or {}), **(entry.get("sampling") or {})},
-            "prompt_variant": str(entry.get("prompt_variant") or mcfg.get("prompt_variant") or "native"),
+                         **spec.sampling.thaw(), **(entry.get("sampling") or {})},
+            "prompt_variant": str(entry.get("prompt_variant") or spec.prompt_variant),
         }
         if plan.jobs[(model, qset)]["prompt_variant"] not in PROMPT_VARIANTS:
             raise CollectionConfigError(f"collection job {model} x {qset}: unknown prompt variant "

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
-# A `models:` entry (plan.model_settings fills them: defaults inside a name-keyed map are not filled by the
+# A `models:` entry (ModelSpec.from_config fills them: defaults inside a name-keyed map are not filled by the
 # config loader). No mem_mb, threads, runtime or cpus_per_gpu: a generation job's resources are derived from the
 # model and the plan (thinkprobe.generate.jobres) unless the entry states them.
 MODEL_DEFAULTS: dict[str, Any] = {"reasoning": "native", "prompt_variant": "native", "think_prefill": False,

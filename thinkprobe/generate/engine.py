@@ -29,6 +29,7 @@ from typing import Any, Callable, Mapping
 
 from . import backends
 from .interface import Completion, Engine, EngineError, Generation, SamplingSpec
+from .modelspec import ModelSpec
 
 __all__ = ["BACKENDS", "Completion", "Engine", "EngineError", "Generation", "SamplingSpec", "engine_for_work",
            "open_engine"]
@@ -36,16 +37,17 @@ __all__ = ["BACKENDS", "Completion", "Engine", "EngineError", "Generation", "Sam
 BACKENDS = tuple(backends.names())  # the registry's names (thinkprobe.generate.backends)
 
 
-def open_engine(model_cfg: Mapping[str, Any]) -> Engine:
-    """Open the engine a model's config section describes.
+def open_engine(model: ModelSpec | Mapping[str, Any]) -> Engine:
+    """Open the engine of a model.
 
     Parameters
     ----------
-    model_cfg
-        One entry of the config's ``models:`` section plus its ``name``, e.g.
-        ``{"name": "smollm2", "backend": "vllm", "path": "smollm2", "engine": {"max_model_len": 2048}}`` or
-        ``{"name": "r1", "backend": "openai", "base_url": "http://host:8000/v1", "served_model": "r1",
-        "api_key_env": "MY_KEY"}``. See ``config/schema.yaml`` (section ``models``) for every key.
+    model
+        Its :class:`~thinkprobe.generate.modelspec.ModelSpec`, or a ``models:`` entry plus its ``name`` (parsed
+        into one here), e.g. ``{"name": "smollm2", "backend": "vllm", "path": "smollm2", "engine":
+        {"max_model_len": 2048}}`` or ``{"name": "r1", "backend": "openai", "base_url": "http://host:8000/v1",
+        "served_model": "r1", "api_key_env": "MY_KEY"}``. See ``config/schema.yaml`` (section ``models``) for
+        every key. The backend's ``open`` receives the filled entry (:meth:`ModelSpec.as_dict`).
 
     Raises
     ------
@@ -53,12 +55,14 @@ def open_engine(model_cfg: Mapping[str, Any]) -> Engine:
         Unknown backend (:class:`~thinkprobe.generate.backends.UnknownBackend`, naming the known ones),
         missing API key variable, model folder not found, engine start failure.
     """
-    return backends.of(model_cfg).open(model_cfg)
+    spec = ModelSpec.of(model)
+    return spec.kind.open(spec.as_dict())
 
 
-def engine_for_work(model_cfg: Mapping[str, Any], log: Callable[[str], None] = print) -> Engine:
+def engine_for_work(model: ModelSpec | Mapping[str, Any], log: Callable[[str], None] = print) -> Engine:
     """An engine that starts only when something is generated, where the backend knows the engine's identity
     without starting it (its ``lazy``: :class:`~thinkprobe.generate.lazy_engine.LazyVllmEngine` for a vLLM model
     that states ``engine.max_model_len``), else the engine itself (:func:`open_engine`)."""
-    backend = backends.of(model_cfg)
-    return (backend.lazy and backend.lazy(model_cfg, log)) or backend.open(model_cfg)
+    spec = ModelSpec.of(model)
+    backend = spec.kind
+    return (backend.lazy and backend.lazy(spec, log)) or backend.open(spec.as_dict())

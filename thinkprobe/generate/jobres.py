@@ -31,8 +31,7 @@ from __future__ import annotations
 import math
 from typing import Any, Mapping
 
-from . import backends
-from .collection_jobs import gpus
+from .modelspec import ModelSpec
 
 RULES = ("collect", "traj_sample")
 RESOURCE_KEYS = ("runtime", "mem_mb", "threads", "cpus_per_gpu")
@@ -67,21 +66,22 @@ def attempt_runtime(runtime: int, attempt: int, max_runtime: int) -> int:
     return max(int(runtime), min(int(runtime) * max(1, int(attempt)), int(max_runtime)))
 
 
-def job_gpus(rule: str, model: Mapping[str, Any], config: Mapping[str, Any]) -> int:
+def job_gpus(rule: str, model: ModelSpec, config: Mapping[str, Any]) -> int:
     """GPUs of one job: the model's tensor_parallel_size on a GPU (trajectory sampling: when trajectories.gpu)."""
     if rule == "traj_sample" and not config["trajectories"]["gpu"]:
         return 0
-    return gpus(model)
+    return model.gpus()
 
 
-def overrides(rule: str, model: Mapping[str, Any]) -> dict[str, int]:
+def overrides(rule: str, model: ModelSpec) -> dict[str, int]:
     """What the config states for this model's jobs of ``rule``: its entry's keys, then its ``resources.<rule>``."""
-    out = {k: model[k] for k in RESOURCE_KEYS if model.get(k) is not None}
-    out.update({k: v for k, v in ((model.get("resources") or {}).get(rule) or {}).items() if v is not None})
+    stated = model.resources  # the entry's stated resource keys (validated by the schema)
+    out = {k: stated[k] for k in RESOURCE_KEYS if stated.get(k) is not None}
+    out.update({k: v for k, v in (stated.get("resources") or {}).get(rule, {}).items() if v is not None})
     return out
 
 
-def job_resources(rule: str, model: Mapping[str, Any], config: Mapping[str, Any], hours: float, tokens: float,
+def job_resources(rule: str, model: ModelSpec | Mapping[str, Any], config: Mapping[str, Any], hours: float, tokens: float,
                   weights: float | None) -> dict[str, Any]:
     """The resources of one generation job of ``model`` expected to take ``hours`` and generate ``tokens``.
 
@@ -90,22 +90,26 @@ def job_resources(rule: str, model: Mapping[str, Any], config: Mapping[str, Any]
 
     >>> cfg = {"resources": {"runtime_factor": 2, "min_runtime": 10, "cpus_per_gpu": 8, "analysis_threads": 2},
     ...        "trajectories": {"gpu": True}}
-    >>> m = {"backend": "vllm", "device": "gpu", "engine": {"tensor_parallel_size": 2}}
+    >>> m = {"name": "m", "backend": "vllm", "device": "gpu", "engine": {"tensor_parallel_size": 2}}
     >>> r = job_resources("collect", m, cfg, hours=1.5, tokens=1e6, weights=64)
     >>> (r["gpu"], r["runtime"], r["mem_mb"], r["cpus_per_gpu"])
     (2, 180, 82944, 8)
     >>> job_resources("collect", {**m, "runtime": 60}, cfg, 1.5, 1e6, 64)["runtime"]
     60
     """
+    model = ModelSpec.of(model)  # a spec, or an entry with its name
     res = config["resources"]
     n_gpus = job_gpus(rule, model, config)
     stated = overrides(rule, model)
     out: dict[str, Any] = {"gpu": n_gpus}
     out["runtime"] = max(int(res["min_runtime"]), math.ceil(float(res["runtime_factor"]) * hours * 60))
-    if not backends.of(model).loads_weights:  # an endpoint (or a file) holds the model; the job is its client
+    if not model.kind.loads_weights:  # an endpoint (or a file) holds the model; the job is its client
         weights = 0.0
     gb = (weights if weights is not None else UNKNOWN_WEIGHTS_GB) + BASE_GB + tokens * BYTES_PER_TOKEN / 1e9
-    gb += WORKER_GB * n_gpus if n_gpus else float((model.get("engine") or {}).get("kv_cache_space_gb") or 1)
+    if n_gpus:
+        gb += WORKER_GB * n_gpus
+    elif model.kind.loads_weights:  # a CPU engine in the job: its KV cache (an endpoint's client holds none)
+        gb += float(model.settings["kv_cache_space_gb"])
     out["mem_mb"] = 1024 * math.ceil(gb)
     if n_gpus:
         out["cpus_per_gpu"] = int(res["cpus_per_gpu"])

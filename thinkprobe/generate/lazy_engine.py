@@ -18,7 +18,7 @@ engine as before (the ``vllm`` backend's ``lazy``, :mod:`thinkprobe.generate.bac
 from __future__ import annotations
 
 import time
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any, Callable, Sequence
 
 from .interface import Generation, SamplingSpec
 
@@ -28,17 +28,19 @@ class LazyVllmEngine:
 
     backend = "vllm"
 
-    def __init__(self, model_cfg: Mapping[str, Any], max_model_len: int, log: Callable[[str], None] = print):
+    def __init__(self, model: Any, log: Callable[[str], None] = print):
+        """``model``: the model's :class:`~thinkprobe.generate.modelspec.ModelSpec` (not imported here: the spec
+        imports the backend registry, whose vLLM file imports this module)."""
         from ..outputs import sha256_file
         from .models import resolve_model
         from .vllm_engine import engine_version
 
-        self._cfg = dict(model_cfg)
+        self._spec = model
         self._log = log
-        self.model = str(model_cfg.get("name") or model_cfg.get("path"))
-        self.folder, self.source = resolve_model(model_cfg)
+        self.model = model.name
+        self.folder, self.source = resolve_model(model.as_dict())  # as the engine it stands for resolves it
         self.version = engine_version()
-        self.max_model_len = int(max_model_len)
+        self.max_model_len = int(model.max_model_len)
         tok_file = self.folder / "tokenizer.json"
         self.tokenizer_sha256 = sha256_file(tok_file) if tok_file.is_file() else None
         self._tok = None
@@ -64,7 +66,7 @@ class LazyVllmEngine:
             from .vllm_engine import VllmEngine
 
             t0 = time.perf_counter()
-            engine = VllmEngine(self._cfg)
+            engine = VllmEngine(self._spec.as_dict())
             self.start_seconds = time.perf_counter() - t0
             if int(engine.max_model_len) != self.max_model_len or engine.tokenizer_sha256 != self.tokenizer_sha256:
                 engine.close()

@@ -36,7 +36,10 @@ import math
 import struct
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Mapping
+from typing import TYPE_CHECKING, Any, Mapping
+
+if TYPE_CHECKING:
+    from .modelspec import ModelSpec
 
 BF16_BYTES = 2
 BUILTIN_WEIGHTS_GB = {"smollm2": 0.27}  # SmolLM2-135M-Instruct, safetensors (bf16)
@@ -231,42 +234,44 @@ def read_size(folder: str | Path | None) -> ModelSize:
     return ModelSize(total, total_source, active, active_source, weight_bytes, bytes_source, nbytes, dtype)
 
 
-def weights(model: Mapping[str, Any], size: ModelSize | None = None) -> tuple[float | None, str]:
+def weights(model: ModelSpec, size: ModelSize | None = None) -> tuple[float | None, str]:
     """The model's weights in GB and where the figure came from (the order of the module's docstring); ``size``:
     what its files say (:func:`read_size`; None or empty before they are on this machine).
 
-    >>> weights({"name": "m", "params_b": 5.1, "total_params_b": 117})
+    >>> from thinkprobe.generate.modelspec import ModelSpec
+    >>> moe = ModelSpec.from_config("m", {"backend": "vllm", "params_b": 5.1, "total_params_b": 117})
+    >>> weights(moe)
     (234.0, 'models.m.total_params_b x 2 bytes')
-    >>> weights({"name": "m", "params_b": 14})
+    >>> weights(ModelSpec.from_config("m", {"backend": "vllm", "params_b": 14}))
     (28.0, 'models.m.params_b x 2 bytes')
-    >>> weights({"name": "m", "params_b": 5.1, "total_params_b": 117}, ModelSize(weight_bytes=65_000_000_000,
+    >>> weights(moe, ModelSize(weight_bytes=65_000_000_000,
     ...         bytes_source="model.safetensors.index.json metadata.total_size"))
     (65.0, 'model.safetensors.index.json metadata.total_size')
     """
-    name = model.get("name", "?")
+    name = model.name
     size = size or ModelSize()
-    if model.get("weights_gb"):
-        return float(model["weights_gb"]), f"models.{name}.weights_gb"
+    if model.weights_gb:
+        return float(model.weights_gb), f"models.{name}.weights_gb"
     if size.weight_bytes:
         return size.weight_bytes / 1e9, size.bytes_source
-    if str(model.get("path") or "") in BUILTIN_WEIGHTS_GB:
-        return BUILTIN_WEIGHTS_GB[str(model["path"])], "the built-in model's safetensors"
+    if str(model.path or "") in BUILTIN_WEIGHTS_GB:
+        return BUILTIN_WEIGHTS_GB[str(model.path)], "the built-in model's safetensors"
     if size.total:
         return size.total * size.dtype_bytes / 1e9, f"total parameters ({size.total_source}) x {size.dtype_bytes} bytes"
-    for key in ("total_params_b", "params_b"):
-        if model.get(key):
-            return float(model[key]) * BF16_BYTES, f"models.{name}.{key} x {BF16_BYTES} bytes"
+    for key, value in (("total_params_b", model.total_params_b), ("params_b", model.params_b)):
+        if value:
+            return float(value) * BF16_BYTES, f"models.{name}.{key} x {BF16_BYTES} bytes"
     return None, "unknown"
 
 
-def active_params_b(model: Mapping[str, Any], size: ModelSize | None = None) -> tuple[float | None, str]:
+def active_params_b(model: ModelSpec, size: ModelSize | None = None) -> tuple[float | None, str]:
     """Active parameters in billions (the planner's throughput class) and their witness: ``models.<m>.params_b``
     as stated, a built-in's size, else the model's files (:func:`read_size`)."""
-    name = model.get("name", "?")
-    if model.get("params_b"):
-        return float(model["params_b"]), f"models.{name}.params_b"
-    if str(model.get("path") or "") in BUILTIN_PARAMS_B:
-        return BUILTIN_PARAMS_B[str(model["path"])], "the built-in model"
+    name = model.name
+    if model.params_b:
+        return float(model.params_b), f"models.{name}.params_b"
+    if str(model.path or "") in BUILTIN_PARAMS_B:
+        return BUILTIN_PARAMS_B[str(model.path)], "the built-in model"
     if size is not None and size.active:
         return size.active / 1e9, size.active_source
     return None, "unknown: the medium size class"

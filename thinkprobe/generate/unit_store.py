@@ -25,6 +25,7 @@ from ..tracefiles import trace_file
 from ..units import UnitKey
 from .defaults import COLLECTION_SAMPLING_DEFAULTS
 from .engine import Engine, SamplingSpec
+from .modelspec import ModelSpec
 from .questions import Question, format_prompt
 
 STORE_VERSION = 1
@@ -34,23 +35,37 @@ class StaleUnits(RuntimeError):
     """Stored units were generated with other settings than the config now asks for (never overwritten)."""
 
 
-def unit_settings(u: Mapping[str, Any], params: Mapping[str, Any]) -> str:
-    """sha256 of what determines a unit's sample (:func:`unit_identity`)."""
+def unit_settings(u: Mapping[str, Any], params: Mapping[str, Any], model: dict[str, Any] | None = None) -> str:
+    """sha256 of what determines a unit's sample (:func:`unit_identity`; ``model``: its :func:`model_identity`,
+    when the caller has it for the batch)."""
     import hashlib
 
-    return hashlib.sha256(json.dumps(unit_identity(u, params), sort_keys=True).encode()).hexdigest()
+    return hashlib.sha256(json.dumps(unit_identity(u, params, model), sort_keys=True).encode()).hexdigest()
 
 
-def unit_identity(u: Mapping[str, Any], params: Mapping[str, Any]) -> dict[str, Any]:
-    """What determines a unit's sample: model, prompt, sampling, seed (not engine tuning knobs, not resources)."""
-    m = params["model"]
-    key = {"backend": m.get("backend"), "model": m.get("path") or m.get("served_model") or m.get("name"),
-           "base_url": m.get("base_url"), "reasoning": m.get("reasoning"), "think_prefill": bool(m.get("think_prefill")),
-           "system_prompt": m.get("system_prompt") or "", "prompt_variant": params["prompt_variant"],
+def model_identity(model: ModelSpec) -> dict[str, Any]:
+    """What of a model decides its units' samples: the backend, the weights (a hub model: its id and pinned
+    revision; else its path, served name or name), the endpoint and how it is prompted to reason."""
+    key = {"backend": model.backend, "model": model.path or model.served_model or model.name,
+           "base_url": model.base_url, "reasoning": model.reasoning, "think_prefill": model.think_prefill,
+           "system_prompt": model.system_prompt}
+    if model.hub_id:  # a hub model: its id and pinned revision decide the sample (path models: unchanged key)
+        key.update(model=model.hub_id, revision=model.revision)
+    return key
+
+
+def unit_identity(u: Mapping[str, Any], params: Mapping[str, Any], model: dict[str, Any] | None = None
+                  ) -> dict[str, Any]:
+    """What determines a unit's sample: model (:func:`model_identity`), prompt, sampling, seed (not engine tuning
+    knobs, not resources). The keys and their order are those every stored unit's ``settings_sha256`` was made
+    of: a change here refuses every collected unit (``StaleUnits``)."""
+    m = model_identity(ModelSpec.of(params["model"])) if model is None else model
+    key = {**{k: m[k] for k in ("backend", "model", "base_url", "reasoning", "think_prefill", "system_prompt")},
+           "prompt_variant": params["prompt_variant"],
            "question": u["question"]["text"], "choices": u["question"].get("choices") or [],
            "sampling": _sampling(params["sampling"], u["seed"]).as_dict()}
-    if m.get("hub_id"):  # a hub model: its id and pinned revision decide the sample (path models: unchanged key)
-        key.update(model=m["hub_id"], revision=m.get("revision") or "main")
+    if "revision" in m:
+        key.update(model=m["model"], revision=m["revision"])
     return key
 
 
@@ -127,7 +142,7 @@ def write_store_unit(path: Path, doc: dict[str, Any], unit: Mapping[str, str]) -
     os.chmod(path, mode & ~(stat.S_IWUSR | stat.S_IWGRP | stat.S_IWOTH))
 
 
-def build_prompt(engine: Engine, question: Question, variant: str, model_cfg: Mapping[str, Any]) -> str:
+def build_prompt(engine: Engine, question: Question, variant: str, model: ModelSpec) -> str:
     """The prompt sent for one question: the chat-templated user turn (offline engine) or the user message.
 
     For the offline engine the model's chat template is applied here (an optional ``system_prompt``; the
@@ -138,10 +153,10 @@ def build_prompt(engine: Engine, question: Question, variant: str, model_cfg: Ma
     user = format_prompt(question, variant)
     if getattr(engine, "chat", False):
         return user
-    messages = ([{"role": "system", "content": model_cfg["system_prompt"]}] if model_cfg.get("system_prompt")
+    messages = ([{"role": "system", "content": model.system_prompt}] if model.system_prompt
                 else []) + [{"role": "user", "content": user}]
     text = engine.tokenizer().apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
-    if model_cfg.get("think_prefill"):
+    if model.think_prefill:
         text += "<think>\n"
     return text
 
@@ -175,6 +190,7 @@ def batch_digest(params: Mapping[str, Any]) -> str:
     import hashlib
 
     h = hashlib.sha256()
+    model = model_identity(ModelSpec.of(params["model"]))  # once per batch, not per unit (a parse-time param)
     for u in params["units"]:
-        h.update(f"{UnitKey(**u['unit']).path}\t{unit_settings(u, params)}\n".encode())
+        h.update(f"{UnitKey(**u['unit']).path}\t{unit_settings(u, params, model)}\n".encode())
     return h.hexdigest()[:16]

@@ -42,8 +42,9 @@ from ..generate.faults import TransientFailures  # noqa: F401 - raised here, and
 from ..generate.faults import is_transient, transient_failures
 from ..generate.collection_jobs import unit_seed
 from ..generate.reasoning import find_loop, split_reasoning
-from ..generate.unit_store import (STORE_VERSION, StaleUnits, _question, _sampling, build_prompt, now, store_path,
-                                   unit_lengths, unit_settings, verified_store, write_store_unit)
+from ..generate.modelspec import ModelSpec
+from ..generate.unit_store import (STORE_VERSION, StaleUnits, _question, _sampling, build_prompt, model_identity, now,
+                                   store_path, unit_lengths, unit_settings, verified_store, write_store_unit)
 from .unitfiles import absent_doc, unit_doc, write_unit
 
 
@@ -75,13 +76,14 @@ def collect_batch(open_engine: Callable[[Mapping[str, Any]], Engine], params: Ma
     EngineError
         The engine cannot start (a fault of the job).
     """
-    model_cfg = params["model"]
+    spec = ModelSpec.of(params["model"])  # the job's param: the filled entry, parsed once
+    model_key = model_identity(spec)
     units = list(params["units"])
     stored = verified_store(units, store, traces, log)
     pending = [u for u in units if UnitKey(**u["unit"]).path not in stored]
     stale = [str(store_path(store, u["unit"])) for u in units
              if (doc := stored.get(UnitKey(**u["unit"]).path)) is not None
-             and doc.get("settings_sha256") != unit_settings(u, params)]
+             and doc.get("settings_sha256") != unit_settings(u, params, model_key)]
     if stale:
         raise StaleUnits(f"{len(stale)} stored unit(s) were generated with other settings (model, prompt, sampling or "
                          "seed) than the config now asks for; stored units are never overwritten. Delete them "
@@ -93,14 +95,14 @@ def collect_batch(open_engine: Callable[[Mapping[str, Any]], Engine], params: Ma
     failures: dict[str, str] = {}
     if pending:
         started = time.perf_counter()
-        engine = open_engine(model_cfg)
+        engine = open_engine(params["model"])
         stats["engine_start_s"] = round(time.perf_counter() - started, 3)
         try:
             prompts = {}
             for u in pending:
                 qid = u["question"]["id"]
                 if qid not in prompts:
-                    prompts[qid] = build_prompt(engine, _question(u["question"]), params["prompt_variant"], model_cfg)
+                    prompts[qid] = build_prompt(engine, _question(u["question"]), params["prompt_variant"], spec)
             size = max(1, int(chunk_prompts or params.get("chunk_prompts") or len(pending)))
             for k in range(0, len(pending), size):
                 chunk = pending[k:k + size]
@@ -149,7 +151,7 @@ def _generate_chunk(engine: Engine, chunk: Sequence[Mapping[str, Any]], prompts:
                     ) -> list[tuple[Mapping[str, Any], dict[str, Any]]]:
     """Sample a chunk of units in one engine call, then resample the looping ones (new seeds), in rounds."""
     loop_cfg = params["loop_detection"]
-    opened = bool(params["model"].get("think_prefill"))
+    opened = ModelSpec.of(params["model"]).think_prefill
     attempts: dict[str, list[dict[str, Any]]] = {UnitKey(**u["unit"]).path: [] for u in chunk}
     final: dict[str, tuple[dict[str, Any], Generation, Any, Any]] = {}
     todo = list(chunk)
@@ -209,23 +211,22 @@ def collection_code_sha256() -> str:
 def unit_store_doc(u: Mapping[str, Any], params: Mapping[str, Any], engine: Engine, prompt: str, gen: Generation,
                    split, extra: Mapping[str, Any], attempts: list[dict[str, Any]]) -> dict[str, Any]:
     """The stored record of one finished unit: reasoning, answer, token ids, and full provenance."""
-    model_cfg = params["model"]
+    spec = ModelSpec.of(params["model"])
     seed = extra["seed"]
     prov = {
         "thinkprobe_version": __version__,
         "source_sha256": collection_code_sha256(),
-        "model": model_cfg["name"],
-        "model_path": str(model_cfg.get("path") or model_cfg.get("hub_id") or model_cfg.get("served_model")
-                          or model_cfg["name"]),
+        "model": spec.name,
+        "model_path": spec.weights,
         # where the weights came from: {hub_id, revision, commit} (the resolved sha) or {path}
         "model_source": getattr(engine, "source", None),
         "backend": engine.backend,
-        **({"endpoint": model_cfg["base_url"]} if model_cfg.get("base_url") else {}),
+        **({"endpoint": spec.base_url} if spec.base_url else {}),
         "engine_version": engine.version,
-        "engine_args": dict(getattr(engine, "args", None) or model_cfg.get("engine") or {}),
-        "reasoning_mode": model_cfg["reasoning"],  # filled by collection_jobs.model_settings (generate.defaults)
-        "think_prefill": bool(model_cfg.get("think_prefill")),
-        "system_prompt": model_cfg.get("system_prompt") or "",
+        "engine_args": dict(getattr(engine, "args", None) or spec.engine.thaw()),
+        "reasoning_mode": spec.reasoning,  # filled by ModelSpec.from_config (generate.defaults)
+        "think_prefill": spec.think_prefill,
+        "system_prompt": spec.system_prompt,
         "prompt_variant": params["prompt_variant"],
         "sampling": {**_sampling(params["sampling"], seed).as_dict(), **({"max_tokens_used": gen.info["max_tokens"]}
                                                                         if "max_tokens" in gen.info else {})},
@@ -239,7 +240,7 @@ def unit_store_doc(u: Mapping[str, Any], params: Mapping[str, Any], engine: Engi
         "store_version": STORE_VERSION,
     }
     base = {"unit": dict(u["unit"]), "question": dict(u["question"]), "prompt": prompt,
-            "settings_sha256": unit_settings(u, params), "provenance": prov}
+            "settings_sha256": unit_settings(u, params, model_identity(spec)), "provenance": prov}
     if split is None:
         return {**base, "status": "excluded", "reason": f"collect: {extra['error']}"}
     comp = extra["completion"]

@@ -25,7 +25,8 @@ from ..codedeps import code_modules
 from ..outputs import provenance, write_json, write_table
 from ..generate.defaults import TRAJECTORY_DEFAULTS
 from ..units import unit_path
-from ..trajectories.batches import batch_identity
+from ..generate.modelspec import ModelSpec
+from ..trajectories.batches import batch_identity, sampling_config
 from ..trajectories.checkpoints import RealizedTrace, TraceError, realized_from_unit
 from ..trajectories.labelling import label_document
 from ..trajectories.sampling import SamplingConfig, sample_traces
@@ -71,7 +72,7 @@ def read_batch(path: str | Path) -> dict[str, Any]:
     return integrity.unsealed(doc)
 
 
-def sample_batch(trace_paths: Sequence[str], out_path: str, model_cfg: Mapping[str, Any],
+def sample_batch(trace_paths: Sequence[str], out_path: str, model: ModelSpec | Mapping[str, Any],
                  traj: Mapping[str, Any], questions: Mapping[str, Mapping[str, Any]], store: str,
                  log: Callable[[str], None] = print,
                  prefixes_per_call: int = TRAJECTORY_DEFAULTS["prefixes_per_call"]) -> dict[str, Any]:
@@ -83,8 +84,9 @@ def sample_batch(trace_paths: Sequence[str], out_path: str, model_cfg: Mapping[s
     """
     from ..generate.engine import engine_for_work
 
-    cfg = SamplingConfig.from_config(traj)
-    ident = batch_identity(traj, model_cfg)
+    spec = ModelSpec.of(model)  # the model parsed once (the job's param: the entry as stated)
+    cfg = sampling_config(traj)
+    ident = batch_identity(cfg, spec)
     finished = FinishedDocuments(store, log=log)
     t0 = time.perf_counter()
     docs: list[dict[str, Any] | None] = [None] * len(trace_paths)
@@ -112,7 +114,7 @@ def sample_batch(trace_paths: Sequence[str], out_path: str, model_cfg: Mapping[s
     else:
         log(f"{reused} traces already sampled (store), {len(usable)} to assemble or sample")
         # the engine starts at its first generate: a batch rebuilt from intact parts starts none (issue 37)
-        engine = engine_for_work(model_cfg, log)
+        engine = engine_for_work(spec, log)
         engine_seconds = time.perf_counter() - t0
         log(f"engine {engine.backend} {engine.version} for {engine.model}"
             + (": not started until a prefix needs sampling" if getattr(engine, "started", True) is False else "")
@@ -142,7 +144,7 @@ def sample_batch(trace_paths: Sequence[str], out_path: str, model_cfg: Mapping[s
     write_batch(out_path, {"documents": docs, "stats": stats,
                            "provenance": provenance(code_modules(sample_traces), cfg.as_dict(),
                                                     [p for p in trace_paths if Path(p).exists()],
-                                                    model=dict(model_cfg), sampling_code_sha256=ident["code_sha256"])})
+                                                    model=spec.as_stated(), sampling_code_sha256=ident["code_sha256"])})
     protect.record(out_path, ident)  # checked before a rerun overwrites it
     return stats
 

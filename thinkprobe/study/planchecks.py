@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any, Iterable, Mapping
 
 from ..traces import safe_id
+from ..generate.modelspec import ModelSpec
 
 
 def unknown_grid_models(configured: Iterable[str], found_models: Iterable[str], collected: Iterable[str]) -> str | None:
@@ -149,7 +150,9 @@ def measure(config: Mapping[str, Any], base: str | Path = ".") -> StudySize:
         for qset in traj_sets:
             questions = min(size.questions.get(qset, 0), limit) if limit else size.questions.get(qset, 0)
             traces = questions * runs * sum(decoding_applies(d, str(model), qset) for d in decodings)
-            k, why = _longest_reasoning(traj, collection, models_cfg.get(model) or {}, jobs, str(model), qset)
+            overrides = (ModelSpec.from_config(str(model), models_cfg[model] or {}).sampling
+                         if model in models_cfg else {})  # no entry: the trajectory plan names it
+            k, why = _longest_reasoning(traj, collection, overrides, jobs, str(model), qset)
             cps = k // stride + 1 + (k % stride > 0)  # J = {0, s, 2s, ..., K} (checkpoint_positions)
             if cps > size.checkpoints:
                 size.checkpoints = cps
@@ -162,14 +165,14 @@ def measure(config: Mapping[str, Any], base: str | Path = ".") -> StudySize:
     return size
 
 
-def _longest_reasoning(traj: Mapping[str, Any], collection: Mapping[str, Any], model_cfg: Mapping[str, Any],
+def _longest_reasoning(traj: Mapping[str, Any], collection: Mapping[str, Any], model_sampling: Mapping[str, Any],
                        jobs: list[Mapping[str, Any]], model: str, qset: str) -> tuple[int, str]:
     """The most reasoning tokens a realized trace of ``model`` x ``qset`` may have, and the key that says so."""
     cap = int(traj.get("max_reasoning_tokens") or 0)
     if cap:
         return cap, "trajectories.max_reasoning_tokens"
     found = [(int((collection.get("sampling") or {}).get("max_tokens") or 0), "collection.sampling.max_tokens"),
-             (int((model_cfg.get("sampling") or {}).get("max_tokens") or 0), f"models.{model}.sampling.max_tokens")]
+             (int(model_sampling.get("max_tokens") or 0), f"models.{model}.sampling.max_tokens")]
     found += [(int((j.get("sampling") or {}).get("max_tokens") or 0), f"collection.jobs[{i}].sampling.max_tokens")
               for i, j in enumerate(jobs) if str(j.get("model")) == model and str(j.get("question_set")) == qset]
     return max(found)

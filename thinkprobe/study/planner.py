@@ -49,7 +49,8 @@ from typing import Any, Iterable, Mapping
 
 from ..units import UnitKey
 from ..generate import jobres, modelsize
-from ..generate.collection_jobs import CollectionJobs, gpus, model_settings, list_collection_jobs
+from ..generate.collection_jobs import CollectionJobs, gpus, list_collection_jobs
+from ..generate.modelspec import ModelSpec
 
 COLUMNS = ("rule", "units", "jobs", "slurm_jobs", "gpus_per_job", "tokens", "runtime_min", "over_cap", "job_hours",
            "gpu_hours")
@@ -225,7 +226,7 @@ def size_class(params_b: float | None, classes: Mapping[str, float]) -> str:
     return "xxlarge"
 
 
-def model_size(model: Mapping[str, Any], model_cache: str | None) -> tuple[float | None, float | None, str]:
+def model_size(model: ModelSpec, model_cache: str | None) -> tuple[float | None, float | None, str]:
     """``(active params_b, weights GB, where both came from)`` of a model: the config's figures, else what its own
     files say when they are on this machine (:mod:`thinkprobe.generate.modelsize`: its weight index, its
     safetensors headers or its config.json), so a mixture-of-experts model is sized by all its experts and
@@ -234,30 +235,29 @@ def model_size(model: Mapping[str, Any], model_cache: str | None) -> tuple[float
     active, active_from = modelsize.active_params_b(model, size)
     gb, gb_from = modelsize.weights(model, size)
     parts = [f"active {active:,.3g} B ({active_from})" if active is not None else f"active: {active_from}"]
-    if size.total is not None and not model.get("weights_gb"):
+    if size.total is not None and not model.weights_gb:
         parts.append(f"total {size.total / 1e9:,.3g} B ({size.total_source})")
     parts.append(f"weights {gb:,.3g} GB ({gb_from})" if gb is not None else
                  f"weights: unknown, {jobres.UNKNOWN_WEIGHTS_GB:g} GB assumed")
     return active, gb, "; ".join(parts)
 
 
-def local_folder(model: Mapping[str, Any], model_cache: str | None) -> Path | None:
+def local_folder(model: ModelSpec, model_cache: str | None) -> Path | None:
     """The model's folder when it is already on this machine (never downloads, never converts)."""
     from ..generate.hub import HubModelError, cached_snapshot
 
-    if model.get("hub_id"):
+    if model.hub_id:
         try:
-            return cached_snapshot(str(model.get("name")), str(model["hub_id"]), str(model.get("revision") or "main"),
-                                   model_cache)[0]
+            return cached_snapshot(model.name, model.hub_id, str(model.revision), model_cache)[0]
         except HubModelError:
             return None
-    path = Path(str(model.get("path") or ""))
-    return path if model.get("path") and (path / "config.json").is_file() else None
+    path = Path(str(model.path or ""))
+    return path if model.path and (path / "config.json").is_file() else None
 
 
-def throughput(config: Mapping[str, Any], model: Mapping[str, Any], params_b: float | None) -> tuple[float, str]:
+def throughput(config: Mapping[str, Any], model: ModelSpec, params_b: float | None) -> tuple[float, str]:
     plan = config["planning"]
-    gpu_type = "cpu" if model.get("device") == "cpu" else str(plan["gpu_type"])
+    gpu_type = "cpu" if model.device == "cpu" else str(plan["gpu_type"])
     table = (plan.get("throughput") or {}).get(gpu_type)
     if not table:
         raise PlanError(f"planning.throughput has no row {gpu_type!r} (planning.gpu_type); rows: "
@@ -292,26 +292,25 @@ def observed_lengths(base: Path, collect: CollectionJobs) -> tuple[dict[tuple[st
     return completions, k
 
 
-def prior_tokens(config: Mapping[str, Any], model: Mapping[str, Any], task: str) -> tuple[int, str]:
+def prior_tokens(config: Mapping[str, Any], model: ModelSpec, task: str) -> tuple[int, str]:
     """The expected reasoning tokens of a trace of ``model`` on a ``task`` question before any is collected, and
     where the figure comes from."""
-    stated = (model.get("trace_tokens") or {}).get(task)
+    stated = model.trace_tokens.get(task)
     if stated:
-        return int(stated), f"models.{model.get('name')}.trace_tokens.{task}"
+        return int(stated), f"models.{model.name}.trace_tokens.{task}"
     plan = config["planning"]
     priors = plan["trace_tokens_prior"]
     base = int(priors[task] if task in priors else priors["open"])
-    if model.get("reasoning") == "prompted":
+    if model.reasoning == "prompted":
         return (max(1, round(base * float(plan["prompted_trace_share"]))),
                 f"planning.trace_tokens_prior.{task} {base} x prompted_trace_share {plan['prompted_trace_share']}")
     return base, f"planning.trace_tokens_prior.{task}"
 
 
-def context_window(model: Mapping[str, Any], cache) -> int | None:
-    """The model's context: its engine's max_model_len, else its own (config.json, when on this machine)."""
-    stated = (model.get("engine") or {}).get("max_model_len")
-    if stated:
-        return int(stated)
+def context_window(model: ModelSpec, cache) -> int | None:
+    """The model's context: the max_model_len its entry states, else its own (config.json, when on this machine)."""
+    if model.max_model_len:
+        return model.max_model_len
     folder = local_folder(model, cache)
     if folder is None:
         return None
@@ -386,7 +385,7 @@ def plan_study(config: Mapping[str, Any], base: str | Path = ".", collect: Colle
 
     def model_info(name: str) -> dict[str, Any]:
         if name not in info:
-            m = collect.models.get(name) or model_settings(name, models_cfg.get(name) or {})
+            m = collect.models[name] if name in collect.models else ModelSpec.from_config(name, models_cfg[name] or {})
             active, weights, where = model_size(m, cache)
             rate, cls = throughput(config, m, active)
             info[name] = {"cfg": m, "rate": rate, "class": cls, "weights": weights}
@@ -406,7 +405,7 @@ def plan_study(config: Mapping[str, Any], base: str | Path = ".", collect: Colle
     collect_len: dict[tuple[str, str], float] = {}
     unit_count = Counter((u.model, u.question_set, b) for u, (_, _, b) in collect.units.items())
     for (model, qset), job in collect.jobs.items():
-        mcfg = model_info(model)["cfg"]
+        spec = model_info(model)["cfg"]
         cap = int(job["sampling"]["max_tokens"])
         task = collect.questions[qset][0].task if collect.questions[qset] else "open"
         seen = completions.get((model, qset))
@@ -414,7 +413,7 @@ def plan_study(config: Mapping[str, Any], base: str | Path = ".", collect: Colle
             length = sum(seen) / len(seen)
             study.sources[f"collect {model} x {qset}"] = f"mean of {len(seen)} collected units: {length:,.0f} tokens"
         else:
-            prior, where = prior_tokens(config, mcfg, task)
+            prior, where = prior_tokens(config, spec, task)
             length = min(cap, prior + answer)
             study.sources[f"collect {model} x {qset}"] = (f"prior: min(max_tokens {cap}, {where} = {prior:,} + "
                                                           f"answer {answer}) = {length:,} tokens")
@@ -518,7 +517,8 @@ def generation_models(config: Mapping[str, Any], collect: CollectionJobs) -> set
 def hub_models(config: Mapping[str, Any], collect: CollectionJobs) -> list[str]:
     """The models a study generates with that are named by hub id (each gets a ``fetch_model`` job)."""
     models_cfg = config.get("models") or {}
-    return sorted(m for m in generation_models(config, collect) if (models_cfg.get(m) or {}).get("hub_id"))
+    return sorted(m for m in generation_models(config, collect)
+                  if m in models_cfg and ModelSpec.from_config(m, models_cfg[m] or {}).hub_id)
 
 
 def _accumulate(into: Row, row: Row) -> None:
@@ -539,18 +539,20 @@ def _analysis_rows(study: StudyPlan, config: Mapping[str, Any], collect: Collect
     """The Thought Graph analysis, per analysis batch (one model's units of ``resources.batch_questions``
     questions, :mod:`thinkprobe.stages.batches`): 3 jobs (segment, graph, metrics) of a collected set's batch (its
     trace files are written by the collection jobs), 4 of an imported set's (``import_traces`` first, one job per
-    batch); a batch's jobs are one SLURM job (group ``analysis``)."""
+    batch), 2 more with ``validity.compare_typers`` (``graph_typer``, ``metrics_typer``: rules/validity.smk); a
+    batch's jobs are one SLURM job (group ``analysis``)."""
     from ..stages.batches import batch_count
 
     size = int(config["resources"]["batch_questions"])
+    typers = 2 if config["validity"]["compare_typers"] else 0
     for qset in collect.question_sets:
         models = {m for m, q in collect.jobs if q == qset}  # the workflow's batches (thinkprobe.study.workflowplan)
         batches = len(models) * batch_count(len(collect.questions[qset]), size)
         units = sum(1 for u in collect.units if u.question_set == qset)
-        study.rows.append(Row("analysis", units=units, jobs=batches * 3, slurm_jobs=batches,
+        study.rows.append(Row("analysis", units=units, jobs=batches * (3 + typers), slurm_jobs=batches,
                               detail=f"(all models) x {qset}"))
     for qset, (batches, units) in sorted(imported.items()):
-        study.rows.append(Row("analysis", units=units, jobs=batches * 4, slurm_jobs=batches,
+        study.rows.append(Row("analysis", units=units, jobs=batches * (4 + typers), slurm_jobs=batches,
                               detail=f"(all models) x {qset}, imported"))
 
 

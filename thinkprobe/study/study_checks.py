@@ -15,7 +15,8 @@ from typing import Any, Mapping
 
 from .planner import generation_models, local_folder
 from ..generate import backends, modelsize
-from ..generate.collection_jobs import CollectionJobs, gpus, model_settings, list_collection_jobs
+from ..generate.collection_jobs import CollectionJobs, list_collection_jobs
+from ..generate.modelspec import ModelSpec
 
 
 def check_study(config: Mapping[str, Any], base: str | Path = ".", collect: CollectionJobs | None = None) -> list[str]:
@@ -37,16 +38,16 @@ def check_study(config: Mapping[str, Any], base: str | Path = ".", collect: Coll
     res = config["resources"]
     per_node, gpu_mem = int(res["gpus_per_node"]), float(res["gpu_mem_gb"])
     cache = res["model_cache"] or None
-    for name, raw in models_cfg.items():
-        m = model_settings(name, raw or {})
-        if m.get("hub_id") and m.get("path"):
+    specs = {name: ModelSpec.from_config(name, raw or {}) for name, raw in models_cfg.items()}
+    for name, m in specs.items():
+        if m.hub_id and m.path:
             problems.append(f"models.{name}: give either path or hub_id, not both")
-        if m.get("hub_id") and not backends.of(m).hub:
-            problems.append(f"models.{name}.hub_id: backend {m['backend']} loads no hub models (only "
+        if m.hub_id and not m.kind.hub:
+            problems.append(f"models.{name}.hub_id: backend {m.backend} loads no hub models (only "
                             f"{', '.join(n for n in backends.names() if backends.get(n).hub)} does; an openai "
                             "endpoint serves its own: name it with served_model)")
-        if gpus(m) > per_node:
-            problems.append(f"models.{name}.engine.tensor_parallel_size = {gpus(m)} is more than the "
+        if m.gpus() > per_node:
+            problems.append(f"models.{name}.engine.tensor_parallel_size = {m.gpus()} is more than the "
                             f"{per_node} GPUs of a node (resources.gpus_per_node)")
     if collect is None:
         try:
@@ -55,20 +56,20 @@ def check_study(config: Mapping[str, Any], base: str | Path = ".", collect: Coll
             return problems + [str(exc)]
     traj = config["trajectories"]
     for name in sorted(generation_models(config, collect)):
-        if name not in models_cfg:  # a name no models: entry defines: the trajectory plan names it (PlanError)
+        if name not in specs:  # a name no models: entry defines: the trajectory plan names it (PlanError)
             continue
-        m = model_settings(name, models_cfg.get(name) or {})
-        if not backends.of(m).loads_weights:  # an endpoint or a file: no weights, no context of its own here
+        m = specs[name]
+        if not m.kind.loads_weights:  # an endpoint or a file: no weights, no context of its own here
             continue
         folder = local_folder(m, cache)
         problems += _memory_problems(name, m, folder, per_node, gpu_mem)
         if folder is not None and not has_chat_template(folder):
             problems.append(f"models.{name}: the tokenizer in {folder} has no chat template (thinkprobe applies "
                             "the model's chat template to every prompt)")
-        window = (m.get("engine") or {}).get("max_model_len") or (context_length(folder) if folder else None)
+        window = m.max_model_len or (context_length(folder) if folder else None)
         if not window:
             continue
-        key = (f"models.{name}.engine.max_model_len = {window}" if (m.get("engine") or {}).get("max_model_len")
+        key = (f"models.{name}.engine.max_model_len = {window}" if m.max_model_len
                else f"the context length of models.{name} ({window}, its config.json)")
         for (model, qset), job in collect.jobs.items():
             if model != name:
@@ -83,9 +84,9 @@ def check_study(config: Mapping[str, Any], base: str | Path = ".", collect: Coll
     return problems
 
 
-def _memory_problems(name: str, m: Mapping[str, Any], folder, per_node: int, gpu_mem: float) -> list[str]:
+def _memory_problems(name: str, m: ModelSpec, folder, per_node: int, gpu_mem: float) -> list[str]:
     """Weights that no node can hold, or that the model's tensor_parallel_size GPUs cannot."""
-    if m.get("device") == "cpu":
+    if m.device == "cpu":
         return []
     weights, source = modelsize.weights(m, modelsize.read_size(folder))
     if weights is None:
@@ -93,8 +94,8 @@ def _memory_problems(name: str, m: Mapping[str, Any], folder, per_node: int, gpu
     if weights > per_node * gpu_mem:
         return [f"models.{name}: weights of {weights:,.0f} GB ({source}) do not fit the {per_node} x {gpu_mem:g} GB "
                 "GPUs of a node (resources.gpus_per_node, resources.gpu_mem_gb)"]
-    tp = gpus(m)
-    usable = tp * gpu_mem * float(backends.of(m).settings(m)["gpu_memory_utilization"])  # defaults merged once
+    tp = m.gpus()
+    usable = tp * gpu_mem * float(m.settings["gpu_memory_utilization"])  # defaults merged once: the spec
     if weights > usable:
         need = math.ceil(weights / (usable / tp))
         return [f"models.{name}: weights of {weights:,.0f} GB ({source}) do not fit its {tp} GPU(s) of "

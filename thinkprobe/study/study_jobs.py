@@ -14,7 +14,10 @@ too; this module only evaluates the conditions on a configuration (:func:`condit
   :data:`thinkprobe.rulebook.STATS_FIGURES`); ``stats.sensitivity`` also needs ``stats.sensitivity_encoder``;
   ``stats.agreement`` an input read through the ``steering-thinking-llms`` adapter that names files
   (:func:`agreement_files`, which ``rules/stats.smk`` reads its ``AGREEMENT_FILES`` with);
-* ``trajectories``: ``trajectories.enabled`` with at least one sampling batch (``traj_tables``, ``traj_join``).
+* ``trajectories``: ``trajectories.enabled`` with at least one sampling batch (``traj_tables``, ``traj_join``);
+* ``validity.compare_typers``: ``aggregate_typer``, ``profiles_typer``, ``typer_comparison`` (rules/validity.smk;
+  its per-batch ``graph_typer`` and ``metrics_typer`` are counted with the analysis batches). The jobs of
+  ``validity.sets`` (``validate_set``, one per set and typer, and the target ``validate``) are not counted.
 
 No rule file is read: the package needs no checkout for this count.
 """
@@ -58,6 +61,7 @@ def conditions(config: Mapping[str, Any], sampling_batches: int, base: str | Pat
         "stats.sensitivity": bool(stats["enabled"] and stats["sensitivity_encoder"]),
         "stats.agreement": bool(stats["enabled"]) and _has_agreement_files(config, base),
         "trajectories": bool(config["trajectories"]["enabled"] and sampling_batches),
+        "validity.compare_typers": bool(config["validity"]["compare_typers"]),
     }
     if set(when) != set(rulebook.STUDY_WHEN):
         raise ValueError(f"thinkprobe.study.study_jobs.conditions evaluates {sorted(when)}, but the rule book's "

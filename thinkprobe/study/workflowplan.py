@@ -148,6 +148,7 @@ def workflow_plan(config: Mapping[str, Any], workdir: str = ".", *, schema: str,
     from ..corpus_git import corpus_cache as _corpus_cache, resolve_inputs
     from ..generate import hostfacts
     from ..generate.collection_jobs import CollectedTraces, CollectionConfigError, join_collection
+    from ..generate.modelspec import ModelSpec
     from ..generate.datasets import hub_sets, prepare as prepare_datasets
     from ..generate.lock import LockError, check_models, lock_path, read_lock, relock_requested
     from ..rerun_tokens import pending as retry_pending
@@ -246,8 +247,8 @@ def workflow_plan(config: Mapping[str, Any], workdir: str = ".", *, schema: str,
         extra = {"manifest": f"results/models/{name}.json",
                  **({"model_cache": res["model_cache"]} if res["model_cache"] else {})}
         config["models"][name].update(extra)
-        if name in collect.models:
-            collect.models[name].update(extra)
+        if name in collect.models:  # a spec is frozen: parsed again from the entry the jobs read
+            collect.models[name] = ModelSpec.from_config(name, config["models"][name])
 
     # the trajectory batches, and every generation job's expected tokens and hours (so its resources)
     try:

@@ -13,6 +13,7 @@ from typing import Any, Mapping
 
 from .. import protect
 from ..generate.defaults import MODEL_RESOURCE_KEYS
+from ..generate.modelspec import ModelSpec, ModelSpecError
 from ..traces import run_name, safe_id
 from ..units import UnitKey
 from .sampling import SamplingConfig, decoded_sampling, decoding_applies, batch_code_sha256
@@ -35,6 +36,13 @@ def _named(config: Mapping[str, Any], section: str, name: str, what: str) -> dic
     raise PlanError(f"trajectories.{what}: {name!r} is not defined in the config's {section}: section")
 
 
+def _spec(name: str, entry: Mapping[str, Any]) -> ModelSpec:
+    try:
+        return ModelSpec.from_config(name, entry)
+    except ModelSpecError as exc:
+        raise PlanError(f"trajectories.models: {exc}") from None
+
+
 class TrajectoryJobs:
     """The trajectory jobs of a config: models x question sets x batches of questions, and their files.
 
@@ -51,7 +59,7 @@ class TrajectoryJobs:
         self.config = config
         self.traj = config["trajectories"]
         self.runs = [run_name(r) for r in self.traj["runs"]]
-        self.models = {m: _named(config, "models", m, "models") for m in self.traj["models"]}
+        self.models = {m: _spec(m, _named(config, "models", m, "models")) for m in self.traj["models"]}
         self.questions: dict[str, dict[str, dict[str, Any]]] = {}
         for qset in self.traj["question_sets"] if self.models else []:
             spec = _named(config, "question_sets", qset, "question_sets")
@@ -95,7 +103,7 @@ class TrajectoryJobs:
     def engine_model(self, model: str) -> dict[str, Any]:
         """The model's entry as the sampling job's parameter: without its resources and planning figures
         (:data:`~thinkprobe.generate.defaults.MODEL_RESOURCE_KEYS`), so that changing them reruns nothing."""
-        return {k: v for k, v in self.models[model].items() if k not in MODEL_RESOURCE_KEYS}
+        return {k: v for k, v in self.models[model].as_stated().items() if k not in MODEL_RESOURCE_KEYS}
 
     def batch_questions(self, model: str, qset: str, batch: str) -> dict[str, dict[str, Any]]:
         return {q: self.questions[qset][q] for q in self.batches[(model, qset, batch)]}
@@ -113,10 +121,14 @@ class TrajectoryJobs:
             out["decoding"] = decoding
         return out
 
+    def sampling_config(self, batch: str | None = None) -> SamplingConfig:
+        """A batch's sampling settings parsed (:func:`sampling_config`)."""
+        return sampling_config(self.sampling(batch))
+
     def overwrites(self) -> list[tuple[str, str]]:
         """Existing continuation batches this config would re-sample under other settings or another model
         (each compared with its own decoding's settings): ``(path, what changed)``, see :mod:`thinkprobe.protect`."""
-        return protect.changed({path: batch_identity(self.sampling(b), self.models[m])
+        return protect.changed({path: batch_identity(self.sampling_config(b), self.models[m])
                                 for path, (m, _q, b) in zip(self.files("continuations"), self.batches)})
 
     def targets(self) -> list[str]:
@@ -132,13 +144,22 @@ class TrajectoryJobs:
 BATCH_PATTERN = r"b[0-9]+(-[A-Za-z0-9_]+)?"
 
 
-def batch_identity(traj: Mapping[str, Any], model_cfg: Mapping[str, Any]) -> dict[str, Any]:
-    """What decides a continuation batch: its sampling settings (``traj``: :meth:`TrajectoryJobs.sampling`),
-    its model, the model's engine settings that change what is sampled and the sampling code's hash
-    (:func:`thinkprobe.protect.identity`). The sampling job records it beside the batch and keys the store
-    and the finished documents with it; planning compares it before a rerun."""
-    cfg = SamplingConfig.from_config(traj)
-    return protect.identity(cfg.as_dict(), model_cfg, batch_code_sha256(cfg, model_cfg.get("backend")))
+def sampling_config(traj: Mapping[str, Any]) -> SamplingConfig:
+    """The trajectory settings of a batch (:meth:`TrajectoryJobs.sampling`, the sampling job's param; or a
+    ``trajectories`` section) parsed into their dataclass: the one parse, which the planner's protection check,
+    the sampling job and ``thinkprobe trajectory`` all use (:meth:`SamplingConfig.from_config`)."""
+    return SamplingConfig.from_config(traj)
+
+
+def batch_identity(cfg: SamplingConfig | Mapping[str, Any], model: ModelSpec | Mapping[str, Any]) -> dict[str, Any]:
+    """What decides a continuation batch: its sampling settings (``cfg``, parsed: :func:`sampling_config`; a
+    mapping is parsed here), its model (a spec, or the entry with its name; the entry as stated,
+    :meth:`ModelSpec.as_stated`, enters), the model's engine settings that change what is sampled and the
+    sampling code's hash (:func:`thinkprobe.protect.identity`). The sampling job records it beside the batch and
+    keys the store and the finished documents with it; planning compares it before a rerun."""
+    cfg = cfg if isinstance(cfg, SamplingConfig) else sampling_config(cfg)
+    spec = ModelSpec.of(model)
+    return protect.identity(cfg.as_dict(), spec.as_stated(), batch_code_sha256(cfg, spec.backend))
 
 
 def batch_id(index: int, decoding: str = "default") -> str:

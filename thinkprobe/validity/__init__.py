@@ -19,3 +19,6 @@ measures the rest on published annotation formats, one reader per format (:mod:`
 TOLERANCE = 2  # boundary match window in sentences: the paper's primary metric is F1 at +-2 (App. H.2)
 DRAWS = 1000  # random position-matched sets per scored set (the outcome analysis)
 SEED = 0
+#: The defaults of the config's ``validity:`` section (config/schema.yaml reads them: ``x-defaults-from``): both
+#: targets off, the command line's tolerance, draws and seed.
+WORKFLOW_DEFAULTS = {"compare_typers": False, "sets": [], "tolerance": TOLERANCE, "draws": DRAWS, "seed": SEED}

@@ -144,3 +144,22 @@ def summarize(fmt: str, paths: list[str], mapping: Mapping, rows, pairs, edges, 
         "edges": edge_scores, "edges_within_one_tu": within,
         "outcome": outcome_scores,
     }
+
+
+def write_outputs(result: Validation, out: str | Path | None, page_path: str | Path | None,
+                  title: str | None) -> None:
+    """What ``thinkprobe validate`` and the workflow's ``validate_set`` write (one home for both): under ``out``
+    the pooled ``summary.json`` and ``traces.csv`` (one row per trace, exclusions with their reason), and the
+    run's Markdown page at ``page_path`` (:func:`thinkprobe.validity.page.write`)."""
+    import pandas as pd
+
+    from ..outputs import atomic_write_text, write_json
+    from . import page
+
+    if out is not None:
+        out = Path(out)
+        out.mkdir(parents=True, exist_ok=True)
+        write_json(out / "summary.json", result.summary)
+        atomic_write_text(out / "traces.csv", pd.DataFrame(result.rows).to_csv(index=False))
+    if page_path:
+        page.write(page_path, result.summary, title, None if out is None else str(out))

@@ -64,9 +64,27 @@ def of(model_cfg: Mapping[str, Any]) -> Backend:
         raise UnknownBackend(f"model {model_cfg.get('name', '?')!r}: {exc}") from None
 
 
+def identity_settings(entry: Mapping[str, Any]) -> dict[str, Any]:
+    """The engine settings of a stated entry, or of a stored record of one, that enter a protected batch's
+    identity (its backend's :meth:`Backend.engine_settings`); none for a backend no file registers (an old
+    record), so a record is read whatever wrote it.
+
+    >>> identity_settings({"backend": "openai"}), identity_settings({"backend": "gone"})
+    ({'max_model_len': None, 'return_token_ids': 'auto'}, {})
+    """
+    name = entry.get("backend")
+    return _REGISTRY[name].engine_settings(entry) if name in _REGISTRY else {}
+
+
 def names() -> list[str]:
     """Every backend, sorted (the schema's enum of a model's ``backend``)."""
     return sorted(_REGISTRY)
+
+
+def named_backends() -> list[str]:
+    """The backends that sample continuations and open a model from its name alone (``Backend.named``:
+    ``thinkprobe trajectory --backend``), sorted."""
+    return [n for n in continuation_names() if _REGISTRY[n].named is not None]
 
 
 def continuation_names() -> list[str]:

@@ -43,15 +43,15 @@ def gpus(model_cfg: Mapping[str, Any]) -> int:
     return int(settings(model_cfg)["tensor_parallel_size"])
 
 
-def lazy(model_cfg: Mapping[str, Any], log: Callable[[str], None]):
-    """A :class:`~thinkprobe.generate.lazy_engine.LazyVllmEngine` when the entry states ``engine.max_model_len``
-    (the engine's identity is then known without starting it), else None."""
-    max_len = (model_cfg.get("engine") or {}).get("max_model_len")
-    if not max_len:
+def lazy(spec: Any, log: Callable[[str], None]):
+    """A :class:`~thinkprobe.generate.lazy_engine.LazyVllmEngine` when the model's spec
+    (:class:`~thinkprobe.generate.modelspec.ModelSpec`, which imports this registry) states
+    ``engine.max_model_len`` (the engine's identity is then known without starting it), else None."""
+    if not spec.max_model_len:
         return None
     from ..lazy_engine import LazyVllmEngine
 
-    return LazyVllmEngine(model_cfg, int(max_len), log)
+    return LazyVllmEngine(spec, log)
 
 
 def problems(name: str, entry: Mapping[str, Any], base: str) -> list[str]:
@@ -80,4 +80,5 @@ BACKEND = Backend(
     continuations=True,
     lazy=lazy,
     problems=problems,
+    named=lambda model: {"path": model},
 )
