@@ -141,7 +141,7 @@ def test_every_script_is_a_declared_rules_and_every_flag_is_one_the_table_evalua
 
 @pytest.mark.fast
 def test_the_rule_book_refuses_an_unknown_rule_a_code_hash_it_has_not_and_a_missing_script(tmp_path):
-    with pytest.raises(KeyError, match="rule 'no_such_rule' is not declared .*aggregate, collect"):
+    with pytest.raises(KeyError, match="rule 'no_such_rule' is not declared .*aggregate, aggregate_typer, collect"):
         rulebook.rule("no_such_rule")
     with pytest.raises(ValueError, match=r"rule traj_sample has no code param on purpose \(protected continuations\)"):
         rulebook.code("traj_sample")
