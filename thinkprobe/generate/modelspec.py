@@ -207,13 +207,16 @@ class ModelSpec:
         if problems:
             raise ModelSpecError("; ".join(problems))
         kind = _registry().of({**entry, "name": name})  # an unknown backend: UnknownBackend, naming the known ones
+        # ``backend`` is the entry's own value (equal to ``kind.name``): the configuration reference's derivation
+        # (scripts/config_reference.py) follows a key by the string it stated, so a registry copy would hide that the
+        # collection jobs' params hold it
         filled = {"name": name, **MODEL_DEFAULTS, **{k: v for k, v in entry.items() if k != "name"}}
         if filled.get("hub_id"):
             filled.setdefault("revision", "main")
         settings = FrozenMap(kind.settings(filled))
         stated = settings.get("max_model_len")
         return cls(
-            name=name, backend=kind.name, path=filled.get("path"), hub_id=filled.get("hub_id"),
+            name=name, backend=filled["backend"], path=filled.get("path"), hub_id=filled.get("hub_id"),
             revision=filled.get("revision"), served_model=filled.get("served_model"),
             base_url=filled.get("base_url"), tokenizer=filled.get("tokenizer"), reasoning=filled["reasoning"],
             prompt_variant=filled["prompt_variant"], think_prefill=bool(filled["think_prefill"]),
