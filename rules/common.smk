@@ -67,10 +67,10 @@ def study_targets(*names):
     return [f for name in names for f in _TARGETS[name]]
 
 
-# ---- what the library knows of each rule with a script (thinkprobe/rulebook.py: RULES), read from there ----
+# ---- what the library knows of each scripted rule, read from thinkprobe/rulebook.py (RULES) ----
 # Its code hash (`code=rule_code("<rule>")`) and whether it runs in the Snakemake process (declared below for all of
-# them: no rule with a script writes `localrule:`). Its `script:` stays a literal in the rule: Snakemake's `code`
-# rerun trigger records that directive's text, so an expression there would rerun every job once.
+# them; no scripted rule writes its own localrule directive). Its script directive stays a literal in the rule file
+# (Snakemake's `code` rerun trigger records that directive's text, so an expression there would rerun every job).
 # tests/test_rulebook.py checks with the parsed workflow that the rules (their scripts too) and the table agree.
 
 # what the `localrules:` directive compiles to (the directive itself takes rule names written out, no expression)

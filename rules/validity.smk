@@ -8,8 +8,7 @@
 # validity.sets: each annotated set through the code of `thinkprobe validate`, under the study's typer (and the
 # other when compare_typers), into results/validity/<set>/<typer>/.
 
-from pathlib import Path as _Path
-
+from thinkprobe.stages.validate import set_files as _set_files
 from thinkprobe.stages.typers import other_typers as _other_typers, typer_stage as _typer_stage, \
     with_typer as _with_typer
 
@@ -22,12 +21,6 @@ TYPER_COMPARISON = ["results/tables/typer_comparison.parquet", "results/figures/
                     "results/report/typer_comparison.html"]
 VALIDATE_TARGETS = [f"results/validity/{name}/{typer}/{f}" for name in VALIDITY_SETS for typer in VALIDITY_TYPERS
                     for f in ("summary.json", "traces.csv", "page.md")]
-
-
-def validity_set_files(wildcards):
-    """The files of an annotated set (its path, or every file under its folder): an edit of one reruns the set."""
-    path = _Path(VALIDITY_SETS[wildcards.vset]["path"])
-    return sorted(str(f) for f in path.rglob("*") if f.is_file()) if path.is_dir() else [str(path)]
 
 
 add_targets("validity", (TYPER_COMPARISON if VALIDITY["compare_typers"] else []) + VALIDATE_TARGETS)  # `rule all`
@@ -143,7 +136,7 @@ rule typer_comparison:
 
 rule validate_set:
     input:
-        files=validity_set_files,
+        files=lambda w: _set_files(VALIDITY_SETS[w.vset]["path"]),  # an edit of one of the set's files reruns it
         mapping=lambda w: VALIDITY_SETS[w.vset]["mapping"],
     output:
         summary="results/validity/{vset}/{typer}/summary.json",

@@ -327,7 +327,7 @@ def test_editing_the_encoder_reruns_traj_join_and_only_the_rules_that_encode(tmp
 def test_editing_a_page_template_reruns_the_page_rules_and_only_them(tmp_path, rules):
     """Templates are read at run time, not imported: a copy of the package with one template edited
     changes the `code` param of exactly the rules that write pages (trace pages, model summaries, the
-    report's and the statistics' table pages), through the templating module's CODE_DATA."""
+    report's, the statistics' and the typer comparison's table pages), through the templating module's CODE_DATA."""
     import shutil
 
     shutil.copytree(REPO / "thinkprobe", tmp_path / "pkg" / "thinkprobe",
@@ -336,7 +336,7 @@ def test_editing_a_page_template_reruns_the_page_rules_and_only_them(tmp_path, r
         fh.write("{# an edit #}\n")
     after = workflow_rules(tmp_path, tmp_path / "pkg")
     changed = {n for n in rules if rules[n]["code"] != after[n]["code"]}
-    assert changed == {"trace_pages", "model_summaries", "report_tables", "stats_pages"}
+    assert changed == {"trace_pages", "model_summaries", "report_tables", "stats_pages", "typer_comparison"}
 
 
 # ------------------------------------------------------------------------------ one home per fact

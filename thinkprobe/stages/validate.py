@@ -8,6 +8,13 @@ from pathlib import Path
 from typing import Any, Mapping
 
 
+def set_files(path: str) -> list[str]:
+    """The files of an annotated set: ``path`` itself, or every file under it when it is a folder (the rule's
+    inputs, so that an edit of one reruns the set)."""
+    where = Path(path)
+    return sorted(str(f) for f in where.rglob("*") if f.is_file()) if where.is_dir() else [str(where)]
+
+
 def validate_set(entry: Mapping[str, Any], mapping_path: str, analysis: dict[str, Any], options: Mapping[str, int],
                  summary_path: str, page_path: str) -> dict[str, Any]:
     """Validate the set ``entry`` (``format``, ``path``, ``limit``) against the mapping file ``mapping_path``
