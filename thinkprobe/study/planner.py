@@ -50,7 +50,7 @@ from typing import Any, Iterable, Mapping
 from ..units import UnitKey
 from ..generate import jobres, modelsize
 from ..generate.collection_jobs import CollectionJobs, gpus, list_collection_jobs
-from ..generate.modelspec import ModelSpec
+from ..generate.modelspec import ModelSpec, model_specs
 
 COLUMNS = ("rule", "units", "jobs", "slurm_jobs", "gpus_per_job", "tokens", "runtime_min", "over_cap", "job_hours",
            "gpu_hours")
@@ -516,9 +516,8 @@ def generation_models(config: Mapping[str, Any], collect: CollectionJobs) -> set
 
 def hub_models(config: Mapping[str, Any], collect: CollectionJobs) -> list[str]:
     """The models a study generates with that are named by hub id (each gets a ``fetch_model`` job)."""
-    models_cfg = config.get("models") or {}
-    return sorted(m for m in generation_models(config, collect)
-                  if m in models_cfg and ModelSpec.from_config(m, models_cfg[m] or {}).hub_id)
+    specs = model_specs(config)
+    return sorted(m for m in generation_models(config, collect) if m in specs and specs[m].hub_id)
 
 
 def _accumulate(into: Row, row: Row) -> None:

@@ -16,7 +16,7 @@ from typing import Any, Mapping
 from .planner import generation_models, local_folder
 from ..generate import backends, modelsize
 from ..generate.collection_jobs import CollectionJobs, list_collection_jobs
-from ..generate.modelspec import ModelSpec
+from ..generate.modelspec import ModelSpec, model_specs
 
 
 def check_study(config: Mapping[str, Any], base: str | Path = ".", collect: CollectionJobs | None = None) -> list[str]:
@@ -34,11 +34,10 @@ def check_study(config: Mapping[str, Any], base: str | Path = ".", collect: Coll
     from ..generate.hub import context_length, has_chat_template
 
     problems: list[str] = []
-    models_cfg = config.get("models") or {}
     res = config["resources"]
     per_node, gpu_mem = int(res["gpus_per_node"]), float(res["gpu_mem_gb"])
     cache = res["model_cache"] or None
-    specs = {name: ModelSpec.from_config(name, raw or {}) for name, raw in models_cfg.items()}
+    specs = model_specs(config)
     for name, m in specs.items():
         if m.hub_id and m.path:
             problems.append(f"models.{name}: give either path or hub_id, not both")
