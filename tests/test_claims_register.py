@@ -18,7 +18,6 @@ import pytest
 from thinkprobe.stats import claims, register, summary
 from thinkprobe.stats.multiplicity import page_pvalues
 
-pytestmark = pytest.mark.fast
 
 REPO = Path(__file__).resolve().parents[1]
 PAPER = Path(os.environ.get("THINKPROBE_PAPER", REPO.parent / "shared" / "papers" / "thinkprobe-paper.md"))
@@ -55,6 +54,7 @@ def _sections(text: str, heads: tuple[str, ...]) -> str:
     return "\n".join(out)
 
 
+@pytest.mark.fast
 def test_every_quote_is_a_whole_sentence_of_the_paper_and_every_criterion_is_in_its_quote():
     text = _plain(_paper())
     rows = register.load_register()
@@ -69,6 +69,7 @@ def test_every_quote_is_a_whole_sentence_of_the_paper_and_every_criterion_is_in_
         assert r["testable"] or r["why"], r["id"]
 
 
+@pytest.mark.fast
 def test_the_register_covers_every_sentence_of_the_results_that_states_a_correlation_or_effect_size():
     """Every sentence of sections 5 and 7 and Appendices F, G and I that prints an epsilon^2, a rho or a share of
     traces is in the register (a sentence left out would be a claim chosen away)."""
@@ -83,6 +84,7 @@ def test_the_register_covers_every_sentence_of_the_results_that_states_a_correla
     assert not left_out, left_out
 
 
+@pytest.mark.fast
 def test_a_register_with_a_criterion_outside_its_sentence_or_an_unknown_check_is_refused(tmp_path):
     reg = tmp_path / register.REGISTER
     reg.parent.mkdir(parents=True)
@@ -122,6 +124,7 @@ def snap_tables(computed) -> dict[str, pd.DataFrame]:
                                                         permutation=perm)}
 
 
+@pytest.mark.slow
 def test_the_headline_counts_are_the_register_verdicts(computed, snap_tables, tmp_path):
     rows = register.load_register()
     testable = [r for r in rows if r["testable"] and any("check" in c for c in r["criteria"])]
@@ -147,6 +150,7 @@ def test_the_headline_counts_are_the_register_verdicts(computed, snap_tables, tm
     assert f"{c['untestable']} are not testable" in text
 
 
+@pytest.mark.slow
 def test_a_sentence_with_two_claims_is_judged_whole(computed):
     """The cycle-length sentence: medium-length cycles are common here, but short ones are not the most
     frequent, so the sentence does not replicate although one of its halves does."""
@@ -160,6 +164,7 @@ def test_a_sentence_with_two_claims_is_judged_whole(computed):
     assert strongest["verdict"] == claims.FAILS and gd.verdict == claims.FAILS
 
 
+@pytest.mark.slow
 def test_an_identity_is_never_counted_and_has_no_p(computed, snap_tables):
     c = claims.counts(computed)
     ident = computed[computed.kind == "identity"]
@@ -177,6 +182,7 @@ def test_an_identity_is_never_counted_and_has_no_p(computed, snap_tables):
         tuple(x) for x in page_pvalues(snap_tables)[["source", "grouping", "target", "test"]].to_numpy()}
 
 
+@pytest.mark.slow
 def test_the_page_correction_is_statsmodels_holm_over_every_p_value_it_shows(snap_tables):
     from statsmodels.stats.multitest import multipletests
 
@@ -194,6 +200,7 @@ def test_the_page_correction_is_statsmodels_holm_over_every_p_value_it_shows(sna
     assert f"<= {summary._p(floor)}" in text  # a p at the permutation floor is printed as a bound
 
 
+@pytest.mark.slow
 def test_disagreeing_tests_of_one_effect_are_named(snap_tables):
     text = summary.markdown(snap_tables)
     line = next(x for x in text.splitlines() if x.startswith("Tests of the same model effect that disagree"))
@@ -206,6 +213,7 @@ def test_disagreeing_tests_of_one_effect_are_named(snap_tables):
 
 # --------------------------------------------------------------------------------------------- pieces
 
+@pytest.mark.fast
 def test_vectorised_dunn_and_epsilon2_equal_scikit_posthocs_and_scipy():
     from scipy.stats import kruskal
 
@@ -232,6 +240,7 @@ def test_vectorised_dunn_and_epsilon2_equal_scikit_posthocs_and_scipy():
         np.testing.assert_allclose(p.dunn_metrics[:, METRIC_NAMES.index(name)], ref, atol=1e-12)
 
 
+@pytest.mark.fast
 def test_bca_agrees_with_scipy_and_corrects_the_percentile_bias():
     from scipy.stats import bootstrap as sp_bootstrap
 
@@ -247,6 +256,7 @@ def test_bca_agrees_with_scipy_and_corrects_the_percentile_bias():
     assert register.bca_interval(np.full(10, 2.0), 2.0, np.full(5, 2.0), 0.95) == (2.0, 2.0)
 
 
+@pytest.mark.fast
 def test_the_joint_null_keeps_the_dependence_between_targets():
     """Five copies of one noise target: under the joint null they exceed together or not at all, so the count's
     95th percentile is 0 or 5, not the 0.25 that "5% of the count" gives."""
@@ -268,6 +278,7 @@ def test_the_joint_null_keeps_the_dependence_between_targets():
     assert j2["null_p95"] < 5
 
 
+@pytest.mark.fast
 def test_partialling_length_out_removes_a_pure_length_effect():
     from thinkprobe.stats.confound import length_partialled_effects
     from thinkprobe.vocabulary import METRIC_NAMES
@@ -292,6 +303,7 @@ def test_partialling_length_out_removes_a_pure_length_effect():
     assert (t.dimension_map == "app_g").all()
 
 
+@pytest.mark.fast
 def test_a_criterion_changed_after_the_snapshot_makes_the_claims_table_stale(tmp_path):
     from thinkprobe.study import snapshot
 

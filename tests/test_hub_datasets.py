@@ -20,8 +20,6 @@ from tests.workflow_helpers import REPO
 
 from .conftest import corpus_path
 
-pytestmark = pytest.mark.fast
-
 
 @pytest.fixture(scope="module")
 def hub_cache(tmp_path_factory):
@@ -35,6 +33,7 @@ def _spec(name: str, cache: Path, **extra) -> dict:
 
 
 @pytest.mark.parametrize("name", ["gsm8k", "svamp", "math", "arc"])
+@pytest.mark.slow
 def test_hub_sets_give_the_items_of_the_path_loaders(hub_cache, name):
     """The paper config's spec, read by hub id from the cache, lists the same questions (text, gold, choices,
     in the same order) as the path-based loader on the corpus's file; ids too, but for MATH, whose hub copy
@@ -58,6 +57,7 @@ def test_hub_sets_give_the_items_of_the_path_loaders(hub_cache, name):
         assert [q.id for q in hub.questions] == [q.id for q in local.questions]
 
 
+@pytest.mark.slow
 def test_split_list_config_alias_and_the_revision_of_a_commit(hub_cache):
     from thinkprobe.generate.questions import read_question_set
 
@@ -74,6 +74,7 @@ def test_split_list_config_alias_and_the_revision_of_a_commit(hub_cache):
     assert len(pinned.questions) == 1319
 
 
+@pytest.mark.fast
 def test_a_missing_split_config_or_dataset_is_an_error_naming_the_key(hub_cache):
     from thinkprobe.generate.datasets import DatasetError, DatasetPending
     from thinkprobe.generate.questions import QuestionSetError, read_question_set
@@ -101,6 +102,7 @@ def test_a_missing_split_config_or_dataset_is_an_error_naming_the_key(hub_cache)
         read_question_set({**_spec("arc", cache), "source": "gsm8k"})  # the wrong benchmark for the dataset
 
 
+@pytest.mark.fast
 def test_bad_records_are_left_out_and_an_incomplete_shard_series_is_refused(tmp_path):
     """A record without its benchmark's fields is a Skipped entry naming the file and row, the rest is read;
     a split whose shard series lacks a file is an incomplete snapshot."""
@@ -137,6 +139,7 @@ def test_bad_records_are_left_out_and_an_incomplete_shard_series_is_refused(tmp_
                            "dataset_cache": str(cache)})
 
 
+@pytest.mark.fast
 def test_skipped_records_become_exclusion_rows_of_the_collection_plan(tmp_path):
     from thinkprobe.config import load_schema, validate_config
     from thinkprobe.generate.collection_jobs import list_collection_jobs
@@ -155,6 +158,7 @@ def test_skipped_records_become_exclusion_rows_of_the_collection_plan(tmp_path):
     assert "no '####'" in rows[0]["reason"] and "not valid JSON" in rows[1]["reason"]
 
 
+@pytest.mark.fast
 def test_revision_is_a_branch_tag_or_commit_for_models_and_datasets(tmp_path):
     """`..`, a leading dash or slash, a `.lock` name or spaces: refused by the schema (naming the key) and by
     the code that reads a snapshot; branch, tag, refs/pr/N and a 40-hex commit pass."""
@@ -185,6 +189,7 @@ def test_revision_is_a_branch_tag_or_commit_for_models_and_datasets(tmp_path):
                                "dataset_cache": str(tmp_path)})
 
 
+@pytest.mark.fast
 def test_lock_file_round_trip_and_a_moved_revision(hub_cache, tmp_path):
     """write_section keeps the other section; a lock entry applies while hub id and revision match; a
     cache whose ref now names another commit is a problem naming the entry (unless relock)."""
@@ -220,6 +225,7 @@ def test_lock_file_round_trip_and_a_moved_revision(hub_cache, tmp_path):
         read_lock(lock)
 
 
+@pytest.mark.fast
 def test_no_shipped_config_points_outside_the_repository():
     """No `../` and no absolute path (of a particular machine) in config/: a clone runs either paper as shipped."""
     import re

@@ -28,7 +28,7 @@ def _docs_table(config: str) -> str:
     return m.group(1).strip()
 
 
-@pytest.mark.fast
+@pytest.mark.slow
 def test_documented_cost_tables_are_the_planner_output(tmp_path):
     from tests.hub_data import build_cache
 

@@ -60,7 +60,6 @@ def _job(code: str, tmp_path: Path, name: str = "job.py") -> tuple[subprocess.Po
     raise AssertionError(f"the job died before it was ready ({proc.wait()})")
 
 
-
 # Inside a job: wait until the watchdog's record lists every descendant of the job (but the watchdog) and the
 # given /dev/shm names, i.e. the watchdog has seen them (what a fixed sleep of three polls used to assume).
 SEEN = """
@@ -154,7 +153,7 @@ def _sweep() -> list[str]:
     return json.loads(out.stdout)
 
 
-@pytest.mark.fast
+@pytest.mark.slow
 def test_a_killed_jobs_shared_memory_is_removed_and_no_live_jobs_ever(tmp_path):
     from multiprocessing import shared_memory
 
@@ -291,7 +290,7 @@ def test_a_job_killed_with_its_watchdog_is_cleaned_by_the_next_engine_job_and_si
     assert _left_since(before) == set()
 
 
-@pytest.mark.fast
+@pytest.mark.slow
 def test_the_session_end_check_reports_what_a_session_leaves_in_shared_memory(tmp_path):
     """tests/conftest.py lists each /dev/shm entry a session created and left unused (a failure under CI)."""
     if not os.path.isdir(SHM):

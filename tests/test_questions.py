@@ -15,7 +15,6 @@ from thinkprobe.generate.questions import (
 
 from .conftest import corpus_path
 
-pytestmark = pytest.mark.fast
 
 DOMAINS = {"Ethical Dilemmas", "Philosophical Inquiry", "Strategic Planning", "Creative Ideation", "Geopolitics",
            "Economics", "Scientific Reasoning", "Public Policy", "Technology and Society", "Counterfactual History"}
@@ -29,12 +28,14 @@ def open200():
     return load_question_set({"name": "open200", "source": "builtin"})
 
 
+@pytest.mark.fast
 def test_builtin_set_has_200_questions_20_per_domain(open200):
     assert len(open200) == 200
     assert Counter(q.domain for q in open200) == {d: 20 for d in DOMAINS}
     assert all(q.task == "open" and q.gold is None and q.question_set == "open200" for q in open200)
 
 
+@pytest.mark.fast
 def test_builtin_ids_and_texts_unique_and_slugged(open200):
     assert len({q.id for q in open200}) == 200
     assert len({q.text.strip().lower() for q in open200}) == 200
@@ -45,6 +46,7 @@ def test_builtin_ids_and_texts_unique_and_slugged(open200):
         assert q.text.rstrip().endswith(("?", ".")) and len(q.text.split()) >= 15
 
 
+@pytest.mark.fast
 def test_builtin_questions_are_not_near_duplicates(open200, encoder):
     emb = np.asarray(encoder.encode([q.text for q in open200]), dtype=np.float64)
     emb /= np.linalg.norm(emb, axis=1, keepdims=True)
@@ -54,6 +56,7 @@ def test_builtin_questions_are_not_near_duplicates(open200, encoder):
     assert sim[i, j] <= 0.9, f"near-duplicates: {open200[i].id} and {open200[j].id} (cosine {sim[i, j]:.3f})"
 
 
+@pytest.mark.fast
 def test_limit_offset_and_ids_select_stably(open200):
     window = load_question_set({"source": "builtin", "offset": 20, "limit": 3})
     assert [q.id for q in window] == [q.id for q in open200[20:23]]
@@ -70,6 +73,7 @@ def test_limit_offset_and_ids_select_stably(open200):
     ({"source": "builtin", "limit": -1}, "limit = -1"),
     ({"source": "builtin", "lmit": 3}, "unknown key"),
 ])
+@pytest.mark.fast
 def test_bad_specs_raise_a_named_error(spec, message):
     with pytest.raises(QuestionSetError, match=message):
         load_question_set(spec)
@@ -78,6 +82,7 @@ def test_bad_specs_raise_a_named_error(spec, message):
 # ------------------------------------------------------------------------------- malformed records
 
 
+@pytest.mark.fast
 def test_malformed_jsonl_records_are_skipped_with_file_and_line(tmp_path):
     path = tmp_path / "test.jsonl"
     lines = [
@@ -97,6 +102,7 @@ def test_malformed_jsonl_records_are_skipped_with_file_and_line(tmp_path):
     assert str(result.skipped[0]).startswith(f"{path}:2: ")
 
 
+@pytest.mark.fast
 def test_json_array_records_report_their_starting_line(tmp_path):
     path = tmp_path / "SVAMP.json"
     path.write_text('[\n  {"ID": "a", "Body": "Tom had 5 apples", "Question": "How many now?", "Answer": 5.0},\n'
@@ -108,6 +114,7 @@ def test_json_array_records_report_their_starting_line(tmp_path):
     assert [(s.line, s.reason) for s in result.skipped] == [(3, "missing field 'Answer'")]
 
 
+@pytest.mark.fast
 def test_arc_digit_labels_map_to_letters_and_bad_gold_is_skipped(tmp_path):
     path = tmp_path / "arc.jsonl"
     recs = [
@@ -123,6 +130,7 @@ def test_arc_digit_labels_map_to_letters_and_bad_gold_is_skipped(tmp_path):
     assert result.skipped[0].line == 2 and "none of the choices" in result.skipped[0].reason
 
 
+@pytest.mark.fast
 def test_last_boxed_handles_nesting_and_takes_the_last():
     assert last_boxed(r"first \boxed{1} then \boxed{\frac{a}{b^{2}}} done") == r"\frac{a}{b^{2}}"
     assert last_boxed(r"$\boxed{(-\infty, 3] \cup \{5\}}$") == r"(-\infty, 3] \cup \{5\}"
@@ -136,6 +144,7 @@ def test_last_boxed_handles_nesting_and_takes_the_last():
 # ------------------------------------------------------------------------------------------ prompts
 
 
+@pytest.mark.fast
 def test_prompt_variants():
     q_open = Question("x-01", "open200", "open", "Should we?", domain="Ethics")
     assert format_prompt(q_open, "native") == "Should we?"
@@ -168,6 +177,7 @@ BENCH = [
 
 
 @pytest.mark.parametrize("source, parts, count", BENCH, ids=[f"{s}-{c}" for s, _, c in BENCH])
+@pytest.mark.slow
 def test_every_gold_of_the_real_benchmark_loads(source, parts, count):
     path = corpus_path(*parts)
     result = read_question_set({"name": source, "source": source, "path": str(path)})
@@ -189,6 +199,7 @@ def test_every_gold_of_the_real_benchmark_loads(source, parts, count):
             assert letters == sorted(letters) and len(letters) >= 3
 
 
+@pytest.mark.slow
 def test_real_gold_answers_match_independent_reading():
     """Raw records read here, without the loaders, against the loaders' gold and ids."""
     gsm = corpus_path("benchmarks", "gsm8k", "test.jsonl")
@@ -217,6 +228,7 @@ def test_real_gold_answers_match_independent_reading():
     assert (q.id, q.gold, q.choices[2]) == (f"arc-{first['id']}", first["answer"], ("C", first["C"]))
 
 
+@pytest.mark.fast
 def test_ids_select_benchmark_questions_by_source_id():
     path = corpus_path("benchmarks", "svamp", "SVAMP.json")
     qs = load_question_set({"source": "svamp", "path": str(path), "ids": ["chal-2", "svamp-chal-1"]})

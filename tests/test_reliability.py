@@ -242,7 +242,7 @@ def cli_run(tmp_path_factory):
     return src, out, proc, expected, n_inputs
 
 
-@pytest.mark.fast
+@pytest.mark.slow
 def test_cli_accounts_for_every_hostile_input(cli_run):
     src, out, proc, expected, n_inputs = cli_run
     assert proc.returncode == 0, proc.stderr

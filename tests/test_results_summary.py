@@ -218,7 +218,7 @@ def test_summary_rows_name_their_tables_and_the_paper(study_tables):
     assert "VIOLATED" not in text
 
 
-@pytest.mark.fast
+@pytest.mark.slow
 def test_capped_cycle_counts_are_lower_bounds(tmp_path, study_tables):
     exact = summary.summary_text(study_tables)
     bound = summary.summary_text(_tables(tmp_path / "b", capped=True))
@@ -227,7 +227,7 @@ def test_capped_cycle_counts_are_lower_bounds(tmp_path, study_tables):
     assert "1 capped: counts are lower bounds" in line and "mean >= " in line and "max >= " in line
 
 
-@pytest.mark.fast
+@pytest.mark.slow
 def test_replications_can_replicate_fail_or_be_inconclusive(tmp_path):
     rising = pd.read_parquet(_tables(tmp_path / "a", cbc_full=0.5) / "claims.parquet").set_index("key")
     flat = pd.read_parquet(_tables(tmp_path / "b", cbc_full=0.2) / "claims.parquet").set_index("key")
@@ -284,7 +284,7 @@ def test_estimates_are_the_values_of_the_statistics_tables(study_tables):
         abs=1e-12)
 
 
-@pytest.mark.fast
+@pytest.mark.slow
 def test_snapshot_replace_rederive_and_cli(tmp_path, monkeypatch, study_tables):
     d = study_tables
     results = d.parent

@@ -33,7 +33,6 @@ from thinkprobe.trajectories.batches import batch_identity
 
 from .test_hostile_peers import Peer
 
-pytestmark = pytest.mark.fast
 REPO = Path(__file__).resolve().parents[1]
 TRAJ = {"n": 2, "stride": 4, "prefixes_per_call": 64, "sampling": {"temperature": 0.6, "top_p": 0.95,
                                                                       "max_tokens": 8, "seed": 0}}
@@ -111,6 +110,7 @@ def run(endpoint, tmp_path, traces, model, traj=TRAJ, out="b0000.json"):
     return stats, endpoint.posts - before, "\n".join(lines)
 
 
+@pytest.mark.slow
 def test_a_changed_engine_setting_reuses_no_stored_document_and_a_performance_knob_reuses_all(
         endpoint, tmp_path, tok):
     traces = write_traces(tmp_path, tok)
@@ -133,6 +133,7 @@ def test_a_changed_engine_setting_reuses_no_stored_document_and_a_performance_kn
     assert stats["documents_reused"] == 2 and posts == 0
 
 
+@pytest.mark.fast
 def test_every_key_sees_the_engine_settings_and_no_performance_knob():
     """The vLLM backend's keys, checked on the identity that keys finished documents, parts and protection."""
     from thinkprobe.trajectories.store import FinishedDocuments
@@ -160,6 +161,7 @@ def test_every_key_sees_the_engine_settings_and_no_performance_knob():
     assert len(keys) == 1 + len(changed)  # each change: another finished-document key
 
 
+@pytest.mark.fast
 def test_protection_names_a_changed_engine_setting_and_the_sampling_code(tmp_path):
     model = {"name": "m", "backend": "vllm", "path": "m", "engine": {"max_model_len": 4096}}
     batch = tmp_path / "b0000.json"
@@ -200,6 +202,7 @@ def _code_hash(package_root: Path, traj: dict, backend: str = "vllm") -> str:
     return _code_hashes(package_root, [(backend, traj)])[0]
 
 
+@pytest.mark.fast
 def test_an_edit_of_the_sampling_code_changes_the_key_and_a_label_parser_edit_does_not(tmp_path):
     """A copy of the package, edited as a developer would: the sampling code's hash (in every key) follows
     an edit of the sampling module; an edit of the label parser changes it only where labels decide how
@@ -227,6 +230,7 @@ def _edit(root: Path, module: str) -> None:
         fh.write(f"\n# an edit of {module}\n")
 
 
+@pytest.mark.fast
 def test_a_batch_is_keyed_by_the_code_of_its_own_backend_and_estimator_only(tmp_path):
     """Stored work keyed by what made it (issue 34, item 3), in a copy of the package edited as a developer
     would: an edit of the HTTP client leaves the identity of every vLLM batch as it was (so a finished vLLM
@@ -258,6 +262,7 @@ def test_a_batch_is_keyed_by_the_code_of_its_own_backend_and_estimator_only(tmp_
     assert changed_by("generate/interface.py") == set(names)  # the interface both backends run is shared
 
 
+@pytest.mark.fast
 def test_an_unknown_backend_or_estimator_has_no_sampling_code():
     with pytest.raises(ValueError, match="unknown backend 'tgi' \\(one of openai, vllm\\)"):
         sampling_code(False, "tgi", "full")
@@ -265,6 +270,7 @@ def test_an_unknown_backend_or_estimator_has_no_sampling_code():
         sampling_code(False, "vllm", "cut")
 
 
+@pytest.mark.fast
 def test_every_module_only_one_backend_or_estimator_imports_is_declared_as_its_code():
     """The walk from the sampling functions reaches every backend (a package's __init__ re-exports the engine
     factory), so :data:`BACKEND_CODE` / :data:`ESTIMATOR_CODE` name what only one member runs. A helper module
@@ -306,6 +312,7 @@ print("STATS " + json.dumps({"documents_reused": stats["documents_reused"], "log
 '''
 
 
+@pytest.mark.slow
 def test_a_finished_run_is_left_with_nothing_to_sample_by_an_edit_of_another_backend_or_estimator(
         endpoint, tmp_path, tok):
     """End to end, through a real (loopback) endpoint: a finished sampling run of the HTTP backend and the full

@@ -12,9 +12,8 @@ import pytest
 
 from .conftest import installed
 
-pytestmark = pytest.mark.fast
 
-
+@pytest.mark.slow
 def test_the_plugin_polls_preempted_jobs_and_the_workflow_reports_them_as_failed():
     installed("snakemake_executor_plugin_slurm", "the SLURM executor plugin is not installed (scripts/setup.sh)")
     import snakemake_executor_plugin_slurm as plugin

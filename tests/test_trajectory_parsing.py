@@ -217,7 +217,7 @@ def test_parsing_is_deterministic_and_rejects_unknown_tasks():
         parse_answer("B", "mmlu")
 
 
-@pytest.mark.fast
+@pytest.mark.slow
 def test_question_loader_golds_parse_to_fixed_point_labels():
     """The question loaders' raw gold strings (the data contract) give the same labels as the files."""
     questions = importlib.import_module("thinkprobe.generate.questions")

@@ -18,8 +18,6 @@ from thinkprobe import integrity
 
 from .test_sampling_keys import Endpoint, run, write_traces
 
-pytestmark = pytest.mark.fast
-
 
 @pytest.fixture()
 def endpoint(tok):
@@ -40,6 +38,7 @@ def _documents(tmp_path: Path, out: str = "b0000.json") -> dict:
     return {d["unit"]["question_id"]: d for d in json.loads((tmp_path / "out" / out).read_text())["documents"]}
 
 
+@pytest.mark.slow
 def test_an_altered_finished_document_is_not_reused_but_assembled_again(endpoint, tmp_path, tok):
     """The issue's case: a finished-<key>.json rebuilt with a checkpoint dropped and every answer 999, still
     valid JSON (today it was reused as it is). Now: a warning naming it, the file moved aside, and the trace's
@@ -70,6 +69,7 @@ def test_an_altered_finished_document_is_not_reused_but_assembled_again(endpoint
     assert stats["documents_reused"] == 2 and "WARNING" not in log
 
 
+@pytest.mark.fast
 def test_a_finished_document_copied_under_another_key_is_not_reused(endpoint, tmp_path, tok):
     """q2's document, copied over q1's file with its key field rewritten to q1's: the key digest differs."""
     traces = write_traces(tmp_path, tok)
@@ -85,6 +85,7 @@ def test_a_finished_document_copied_under_another_key_is_not_reused(endpoint, tm
     assert _documents(tmp_path, "again.json")["q1"]["unit"]["question_id"] == "q1"
 
 
+@pytest.mark.fast
 def test_an_altered_part_is_sampled_again_and_the_intact_parts_are_reused(endpoint, tmp_path, tok):
     """A part of the continuation store with its answers rewritten: its checkpoints alone are sampled again."""
     traces = write_traces(tmp_path, tok)
@@ -112,6 +113,7 @@ def test_an_altered_part_is_sampled_again_and_the_intact_parts_are_reused(endpoi
     assert list(parts[0].parent.glob(parts[0].name + ".altered-*"))
 
 
+@pytest.mark.fast
 def test_altered_unit_and_batch_files_are_never_used(tmp_path, capsys):
     """Unit files (what segment, graph, metrics and the tables read) and batch files carry their digests: an
     altered one is excluded (or its job stops) with a warning naming it; a unit file is marked out of date
@@ -190,6 +192,7 @@ def test_altered_unit_and_batch_files_are_never_used(tmp_path, capsys):
     assert not batch.exists()
 
 
+@pytest.mark.fast
 def test_an_altered_collected_unit_is_never_reused(tmp_path):
     """The collection store's units are sealed too. A stored unit rewritten by hand (valid JSON, its digest
     kept) is moved aside with a warning and generated again when no trace file was written from it; when its
@@ -256,6 +259,7 @@ def test_an_altered_collected_unit_is_never_reused(tmp_path):
         peer.close()
 
 
+@pytest.mark.fast
 def test_a_page_never_shows_an_altered_unit_file(tmp_path):
     """Trace pages (`thinkprobe show`, rule trace_pages) read the graph and metrics unit files verified: an
     altered one is an error naming the file, never a page of what was written into it."""

@@ -209,7 +209,7 @@ def test_page_of_a_long_trace_is_small_and_fast(tmp_path):
     assert seconds < 2.0, f"page rendered in {seconds:.2f} s"
 
 
-@pytest.mark.fast
+@pytest.mark.slow
 def test_show_scores_against_a_given_metrics_table(tmp_path):
     import pandas as pd
 
