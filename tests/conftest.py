@@ -128,8 +128,9 @@ def pytest_collection_modifyitems(config, items):
 
 # ---- the suite leaves nothing in shared memory (issue 28, item 3) -------------------------------------------
 # Every /dev/shm entry created during the session that no live process maps or holds at its end is a leftover
-# (an engine's segment or semaphore, a watchdog's record): listed in the summary, and a failure under CI. Other
-# users' processes on a shared machine can create entries too, so a local run only reports them.
+# (an engine's segment or semaphore, a watchdog's record): listed in the summary, and a failure under CI. What an
+# engine still alive owns (its watchdog's record and the segments it lists: another session's engine, say) is not
+# left over. Other users' processes on a shared machine can create entries too, so a local run only reports them.
 _SHM = Path("/dev/shm")
 
 
@@ -147,10 +148,10 @@ def pytest_sessionfinish(session, exitstatus):
     before = getattr(session.config, "_shm_before", None)
     if before is None or not _SHM.is_dir():
         return
-    from thinkprobe.generate.reaper import cleaning, in_use
+    from thinkprobe.generate.reaper import cleaning, in_use, live_owned
 
     deadline = time.monotonic() + 30  # a killed job's watchdog may still be cleaning
-    while (left := _shm_entries() - before - in_use()) and cleaning() and time.monotonic() < deadline:
+    while (left := _shm_entries() - before - in_use() - live_owned()) and cleaning() and time.monotonic() < deadline:
         time.sleep(0.5)
     session.config._shm_left = sorted(left)
     if left and IN_CI:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import re
+import shutil
 import subprocess
 import sys
 from collections import Counter
@@ -73,7 +74,8 @@ def test_the_planners_jobs_and_slurm_jobs_are_the_dry_runs_study_wide_jobs_inclu
     statistics, figures, pages); and its SLURM jobs are the jobs the run submits: the top-level jobs of rules that
     are not local (Snakemake's own record of them) plus one per group job. The imported shape keeps the default's
     imported demo traces beside its collected set (one import job per analysis batch, in the batch's group). The
-    both-typers shape adds validity.compare_typers (two more jobs per batch, in its group; three study-wide)."""
+    both-typers shape adds validity.compare_typers (two more jobs per batch, in its group; three study-wide) and an
+    annotated set of validity.sets (one validate_set job per typer, each submitted on its own)."""
     cfg = default_config()
     if shape != "imported-and-collected":
         cfg["inputs"] = []
@@ -87,8 +89,12 @@ def test_the_planners_jobs_and_slurm_jobs_are_the_dry_runs_study_wide_jobs_inclu
         cfg["trajectories"]["enabled"] = False
         cfg["pages"]["enabled"] = False
     if shape == "both-typers":
-        cfg["validity"] = {"compare_typers": True}
+        cfg["validity"] = {"compare_typers": True, "sets": [
+            {"name": "anchors", "format": "thought_anchors", "path": "anchors",
+             "mapping": str(REPO / "config" / "validity" / "thought_anchors.yaml")}]}
     wd = make_workdir(tmp_path / "wd", cfg)
+    if shape == "both-typers":  # the set's copy, relative to the working directory
+        shutil.copytree(REPO / "tests" / "data" / "validity" / "thought_anchors", wd / "anchors")
     out = snakemake(wd, "-n", "--profile", str(REPO / "profiles" / "slurm-local"), timeout=600)
     text = out.stdout + out.stderr
     stats = _job_stats(text)
@@ -111,6 +117,8 @@ def test_the_planners_jobs_and_slurm_jobs_are_the_dry_runs_study_wide_jobs_inclu
         expected["import_traces"] = imported
     if shape == "both-typers":
         expected["graph_typer"] = expected["metrics_typer"] = expected["segment"]
+        expected["validate_set"] = per_rule["validate_set"]["slurm_jobs"]
+        assert per_rule["validate_set"]["jobs"] == 2  # one set under each typer
     assert +expected == stats - Counter({"all": 1, "total": stats["total"]}), (expected, stats)
     assert sum(r["jobs"] for r in per_rule.values() if r["rule"] != "total") + 1 == stats["total"]
     # what SLURM gets: top-level jobs of rules that are not local, one per group job

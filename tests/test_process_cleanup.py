@@ -314,3 +314,30 @@ def test_the_session_end_check_reports_what_a_session_leaves_in_shared_memory(tm
     finally:
         if os.path.exists(os.path.join(SHM, name)):
             os.unlink(os.path.join(SHM, name))
+
+
+@pytest.mark.fast
+def test_what_a_live_engine_owns_is_not_a_leftover_and_a_dead_ones_record_is():
+    """reaper.live_owned, which the session-end check leaves out: the record of a job that still runs (another
+    session's engine) and the segments it lists are owned; a record whose job and watchdog are gone is not."""
+    if not os.path.isdir(SHM):
+        pytest.skip(f"no {SHM} on this system")
+    from thinkprobe.generate.reaper import live_owned
+
+    me = [os.getpid(), _stat(os.getpid())[1]]
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    gone = [dead.pid, 1]  # a pid that exited, with a start time no process of that pid has
+    names = {"live": f"{RECORD_PREFIX}{os.getpid()}-live.json", "dead": f"{RECORD_PREFIX}{os.getpid()}-dead.json"}
+    segment = f"psm_thinkprobe_owned_{os.getpid()}"
+    try:
+        for kind, job in (("live", me), ("dead", gone)):
+            segments = [segment] if kind == "live" else ["psm_x"]
+            Path(SHM, names[kind]).write_text(json.dumps({"job": job, "watchdog": gone, "uid": os.getuid(),
+                                                          "processes": {}, "segments": segments}))
+        owned = live_owned()
+        assert names["live"] in owned and segment in owned
+        assert names["dead"] not in owned and "psm_x" not in owned
+    finally:
+        for name in names.values():
+            Path(SHM, name).unlink(missing_ok=True)

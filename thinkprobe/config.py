@@ -177,8 +177,13 @@ def renamed_keys(config: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
     return moved, problems
 
 
-def validate_config(config: dict[str, Any], schema: dict[str, Any], source: str = "config") -> dict[str, Any]:
-    """Return a copy of ``config`` with defaults filled, or raise :class:`ConfigError` listing every problem."""
+def validate_config(config: dict[str, Any], schema: dict[str, Any], source: str = "config",
+                    base: str | Path = ".") -> dict[str, Any]:
+    """Return a copy of ``config`` with defaults filled, or raise :class:`ConfigError` listing every problem.
+
+    ``base`` is the study's working directory: the declared checks (:func:`declared_checks`) find the files a
+    relative path names under it (the workflow's is the current directory; ``thinkprobe plan --directory`` gives
+    its own)."""
     from jsonschema import Draft202012Validator
 
     from .yamlread import YamlBoundError, bounded_nodes
@@ -202,7 +207,7 @@ def validate_config(config: dict[str, Any], schema: dict[str, Any], source: str 
         except ParamsError as exc:
             problems.append(str(exc))
     problems += run_time_problems(filled)
-    problems += declared_checks(filled, schema)
+    problems += declared_checks(filled, schema, base)
     if problems:
         raise ConfigError(f"invalid configuration ({source}):\n  - " + "\n  - ".join(problems))
     return filled

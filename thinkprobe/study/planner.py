@@ -493,6 +493,7 @@ def plan_study(config: Mapping[str, Any], base: str | Path = ".", collect: Colle
                 f"runs {sum(r.jobs for r in traj_rows):,} jobs, {sum(r.gpu_hours for r in traj_rows):,.1f} GPU-hours)")
     _analysis_rows(study, config, collect, imported if imported is not None else imported_sets(config, base, collect))
     _study_rows(study, config, base, len(tplan.batches) if traj.get("models") and traj.get("question_sets") else 0)
+    _validity_rows(study, config)
     return study
 
 
@@ -607,6 +608,22 @@ def _study_rows(study: StudyPlan, config: Mapping[str, Any], base: Path, samplin
                                  + (f" ({', '.join(slurm)})" if slurm else "")))
 
 
+def _validity_rows(study: StudyPlan, config: Mapping[str, Any]) -> None:
+    """The annotated sets of ``validity.sets`` (rules/validity.smk ``validate_set``, in the default target): one
+    job per set and typer (the study's typer, and the other one as well with ``validity.compare_typers``), each a
+    SLURM job of its own (the rule book does not make it local); no row when there is no set."""
+    from .. import rulebook
+
+    sets = config["validity"]["sets"]
+    if not sets:
+        return
+    typers = 2 if config["validity"]["compare_typers"] else 1
+    jobs = len(sets) * typers
+    study.rows.append(Row("validate_set", jobs=jobs,
+                          slurm_jobs=0 if rulebook.is_local("validate_set", config) else jobs,
+                          detail=f"{len(sets)} annotated set(s) x {typers} typer(s)"))
+
+
 def study_config(configfiles: list[str | Path], base: str | Path = ".") -> dict[str, Any]:
     """The config Snakemake would use: ``config/config.yaml`` of ``base`` (else of this checkout), each
     ``--configfile`` merged over it recursively (Snakemake's rule), validated with the schema's defaults."""
@@ -620,7 +637,7 @@ def study_config(configfiles: list[str | Path], base: str | Path = ".") -> dict[
         _merge(config, read_yaml(path) or {})  # aliases refused before the merge walks anything
     schema_root = root if (root / "config" / "schema.yaml").is_file() else Path(__file__).resolve().parents[2]
     config = validate_config(config, load_schema(schema_root / "config" / "schema.yaml"),
-                             ", ".join(str(p) for p in configfiles) or "config/config.yaml")
+                             ", ".join(str(p) for p in configfiles) or "config/config.yaml", base)
     from ..generate.datasets import prepare_study
 
     prepare_study(config, list(configfiles), base)  # hub question sets: read from the cache, at the locked commit

@@ -17,7 +17,8 @@ too; this module only evaluates the conditions on a configuration (:func:`condit
 * ``trajectories``: ``trajectories.enabled`` with at least one sampling batch (``traj_tables``, ``traj_join``);
 * ``validity.compare_typers``: ``aggregate_typer``, ``profiles_typer``, ``typer_comparison`` (rules/validity.smk;
   its per-batch ``graph_typer`` and ``metrics_typer`` are counted with the analysis batches). The jobs of
-  ``validity.sets`` (``validate_set``, one per set and typer, and the target ``validate``) are not counted.
+  ``validity.sets`` (``validate_set``, one per set and typer) are not study-wide: the planner counts them in a
+  row of their own.
 
 No rule file is read: the package needs no checkout for this count.
 """
