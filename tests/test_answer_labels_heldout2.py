@@ -3,7 +3,7 @@ its misses were fixed and a **development set** since: real final answers from c
 (tests/data/answer_labels.jsonl) nor the first development set (tests/data/answer_labels_heldout.jsonl) uses, each
 read and labelled by hand, measured once before any fix (bench/README.md, "Answer labels: a second held-out set":
 0.745 of the plain statements labelled as stated before, 0.802 after the fixes made on the first development set).
-Two classes of its misses were then fixed, one test per class below with the set's own rows (texts read from the
+Three classes of its misses were then fixed, one test per class below with the set's own rows (texts read from the
 corpus or the set, never copied here) and synthetic edge cases, so its figure after them is in-sample, no measure out
 of sample (bench/README.md, "Answer labels: the second set's classes fixed"). :data:`NOT_AS_READ` lists the rows
 still not read as the reader did (record and model, with the class), so a change that breaks a row read as stated
@@ -24,13 +24,7 @@ pytestmark = pytest.mark.fast
 
 _EARLIER = "the answer in an earlier sentence than the final one, which states another number or none"
 #: "record | model" of every row the extractor does not read as the reader did, with its class (bench/README.md).
-_NO_CUE = "a choice with no cue the extractor knows"
 NOT_AS_READ = {
-    "pn=1163 model=qwen/qwen-2.5-72b-instruct reasoning_text tail | qwen/qwen-2.5-72b-instruct": _NO_CUE,
-    "pn=530 model=qwen/qwq-32b-preview reasoning_text tail | qwen/qwq-32b-preview": _NO_CUE,
-    "pn=272 model=deepseek-reasoner reasoning_text tail | deepseek-reasoner": _NO_CUE,
-    "pn=390 model=deepseek-reasoner reasoning_text tail | deepseek-reasoner": _NO_CUE,
-    "pn=458 model=deepseek-reasoner reasoning_text tail | deepseek-reasoner": _NO_CUE,
     "row=14 | qwen2.5-14b-instruct": "a mis-grouped number (646,969,3230)",
     "row=15 | qwen2.5-1.5b-instruct": _EARLIER,
     "row=17 | llama-3.1-8b-instruct": "states no answer, gets a number: an unfinished list of steps ending in one",
@@ -125,6 +119,28 @@ def test_a_final_statement_that_restates_the_question_commits(key):
     _reads_as_stated(key)
 
 
+@pytest.mark.parametrize("key", [
+    "pn=1163 model=qwen/qwen-2.5-72b-instruct reasoning_text tail | qwen/qwen-2.5-72b-instruct",  # the weakest ... (A)
+    "pn=530 model=qwen/qwq-32b-preview reasoning_text tail | qwen/qwq-32b-preview",  # (B) seems like the most direct way
+    "pn=272 model=deepseek-reasoner reasoning_text tail | deepseek-reasoner",  # So, D explains why ...
+    "pn=458 model=deepseek-reasoner reasoning_text tail | deepseek-reasoner",  # (C) ..., making it a more ... answer
+    "pn=390 model=deepseek-reasoner reasoning_text tail | deepseek-reasoner",  # So, ... their realistic niche only
+])
+def test_a_choice_stated_without_an_answer_cue(key):
+    _reads_as_stated(key)
+
+
+@pytest.mark.parametrize(("text", "expected"), [  # the same forms, written otherwise
+    ("Weighing them all, the strongest argument would be **(C)**, since it meets the objection.", "C"),
+    ("Hmm.\nThe option that lasts is (B). It looks like the best fit.\n\nSo, (D) looks like the simplest explanation.", "D"),
+    ("Hmm.\nThus, (B) best describes the effect of the ruling.", "B"),
+    ("Hmm.\nIn conclusion, option A addresses the question directly.", "A"),
+    ("The rest are too narrow. Option C covers both, which makes it the correct choice.", "C"),
+])
+def test_a_choice_without_an_answer_cue_written_otherwise(text, expected):
+    assert parse_answer(text, "choice", choices=tuple((k, "") for k in "ABCD")) == expected
+
+
 # Synthetic: every LaTeX fraction form in every numeric task, each equal to its decimal or integer gold.
 
 #: The registry's tasks whose answers are numbers or expressions (every discrete task without lettered options).
@@ -193,3 +209,22 @@ def test_a_fraction_that_states_no_number_stays_null(text):
 ])
 def test_a_negated_or_hedged_final_statement_stays_null(text):
     assert parse_answer(text, "gsm8k") is None, text
+
+
+@pytest.mark.parametrize(("text", "choices"), [
+    ("So, maybe D explains why knowing something false is impossible.", None),  # a hedge
+    ("Perhaps the weakest defense would be (A) no case or controversy.", None),
+    ("I checked it.\nSo, A plant needs light, making it the best answer.", None),  # the article, no key
+    ("I checked it.\n(C) is narrower than (D), making it a better answer.", None),  # which "it": no reader can tell
+    ("I checked it.\n(C) might connect it, making it a better answer.", None),
+    ("I checked it.\nSo, D doesn't explain why knowing something false is impossible.", None),
+    ("So, they use their realistic niche only rather than their fundamental niche only.", "niches"),  # two options
+    ("So, the birds might be using their realistic niche only because of the others.", "niches"),
+    ("So, the ice melts because it is warm.", "states"),  # one word of an option's text that prose uses anyway
+])
+def test_a_hedged_or_ambiguous_choice_without_a_cue_stays_null(text, choices):
+    named = {"niches": (("A", "their fundamental niche only"), ("B", "their realistic niche only"),
+                        ("C", "their ecological niche only"), ("D", "neither niche")),
+             "states": (("A", "ice"), ("B", "steam"), ("C", "water"), ("D", "fog"))}
+    options = named[choices] if choices else tuple((k, "") for k in "ABCD")
+    assert parse_answer(text, "choice", choices=options) is None, text
