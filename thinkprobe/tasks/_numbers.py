@@ -108,10 +108,11 @@ _TEXT_OPEN = re.compile(r"\\(?:text|textbf|textrm|textnormal|mathrm|mathbf|mbox)
 #: One part of a LaTeX fraction: a braced group (``{14}``, ``{-3}``, ``{47,250}``, ``{4\\,000}``) or TeX's one-digit
 #: argument (``\\frac12``, ``\\frac 3 4``).
 _FRAC_ARG = r"(?:\{([^{}]{1,40})\}|(\d))"
-#: A LaTeX fraction, with the sign written before it or the whole number of a mixed number (``2\\frac{1}{2}``; a
-#: fraction right after any other digit, ``x2\\frac12`` or a runaway line of digits, is no number of ours).
-_LATEX_FRACTION = re.compile(r"(?:(?<![\w.,^_])(\d{1,15}) ?|([-+])\s*|(?<!\d))\\[dtc]?frac\s*"
-                             + _FRAC_ARG + r"\s*" + _FRAC_ARG)
+#: A LaTeX fraction (the macro and its two arguments), and what may stand right before it: the sign written
+#: before it or the whole number of a mixed number (``2\\frac{1}{2}``; a fraction right after any other digit,
+#: ``x2\\frac12`` or a runaway line of digits, is no number of ours).
+_LATEX_FRACTION = re.compile(r"\\[dtc]?frac\s*" + _FRAC_ARG + r"\s*" + _FRAC_ARG)
+_BEFORE_FRACTION = re.compile(r"(?:(?<![\w.,^_])(\d{1,15}) ?|([-+])\s*)$")
 _FRAC_NUMBER = re.compile(r"([-+]?)\s*((?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?|\.\d+)")
 
 
@@ -142,22 +143,32 @@ def latex_fractions(text: str) -> str:
     """
     if "frac" not in text:
         return text
-    return _LATEX_FRACTION.sub(_plain_fraction, text)
+    out, done = [], 0
+    for m in _LATEX_FRACTION.finditer(text):
+        before = _BEFORE_FRACTION.search(text, max(done, m.start() - 24), m.start())
+        start = before.start() if before else m.start()
+        plain = _plain_fraction(m, *(before.groups() if before else (None, None)))
+        if plain is None or (before is None and m.start() and text[m.start() - 1].isdigit()):
+            continue
+        out += [text[done:start], plain]
+        done = m.end()
+    return "".join(out) + text[done:]
 
 
-def _plain_fraction(m: re.Match) -> str:
-    """The plain ``p/q`` of one :data:`_LATEX_FRACTION` match (its sign folded in; a mixed number as its value), or
-    the match as written when a part is no number or the denominator is zero."""
-    whole, outer, num_braced, num_digit, den_braced, den_digit = m.groups()
+def _plain_fraction(m: re.Match, whole: str | None, outer: str | None) -> str | None:
+    """The plain ``p/q`` of one :data:`_LATEX_FRACTION` match (the sign ``outer`` before it folded in; with the
+    ``whole`` number before it, a mixed number as its value), or None when a part is no number or the denominator
+    is zero."""
+    num_braced, num_digit, den_braced, den_digit = m.groups()
     signs, digits = [], []
     for part in (num_braced or num_digit, den_braced or den_digit):
         number = _FRAC_NUMBER.fullmatch(join_thousands(part).replace("{,}", ",").strip())
         if number is None:
-            return m.group(0)
+            return None
         signs.append(number.group(1) == "-")
         digits.append(number.group(2).replace(",", ""))
     if Fraction(digits[1]) == 0 or (whole is not None and any(signs)):
-        return m.group(0)
+        return None
     if whole is not None:
         value = int(whole) + Fraction(digits[0]) / Fraction(digits[1])
         return f"{value.numerator}/{value.denominator} "
@@ -224,7 +235,7 @@ def parse_number_answer(text: str, *, strict: bool = False) -> str | None:
         return max(candidates)[1]
     if strict or boxed_at >= 0:  # \boxed{\dfrac{48}{52 \times 51}}: the answer is stated, and it is no number
         return None
-    return final_statement_number(text)
+    return _final_statement(text)
 
 
 #: Lines that only close a display or a block (dropped before the final line is read).
@@ -234,10 +245,10 @@ _NOT_A_RESULT = re.compile(r"\b(?:if|whether|maybe|perhaps|might|unless|suppose|
                            r"|let's|let\s+us)\b|n't\b|\?", re.IGNORECASE)
 #: A negation word (blanked where it describes what was asked: :func:`_question_words_blanked`).
 _NEGATION = re.compile(r"\b(?:not|no|cannot)\b|n't\b", re.IGNORECASE)
-#: The complement of a result statement's subject, up to the verb that states the result: "the probability
-#: of getting no pairs when dealt 5 cards [is]", "the chance that it doesn't rain [is]".
-_SUBJECT_COMPLEMENT = re.compile(r"\bthe\s+(?:[a-z]+\s+){0,2}?(?:of|that)\s+[^,;]*?(?=\s(?:is|are|was|equals|comes\s+to)"
-                                 r"\s(?![^,;]*\s(?:is|are|was|equals|comes\s+to)\s)|\s=)", re.IGNORECASE)
+#: The complement of a result statement's subject, up to the last verb of its clause that states the result: "the
+#: probability of getting no pairs when dealt 5 cards [is]", "the chance that it doesn't rain [is]".
+_SUBJECT_COMPLEMENT = re.compile(r"\bthe\s+(?:[a-z]+\s+){0,2}?(?:of|that)\s+[^,;]*(?=\s(?:is|are|was|equals|comes\s+to)\s|\s=)",
+                                 re.IGNORECASE)
 #: A condition that opens a conclusion, up to the last comma before its main clause: "Therefore, if you look at a
 #: cube from the front, top, and right side, [you can see a total of 18 faces]".
 _CONCLUDING_CONDITION = re.compile(r"^\W*(?:so|thus|therefore|hence|overall|in\s+conclusion|in\s+summary)\s*,?\s+"
@@ -323,7 +334,12 @@ def final_statement_number(text: str) -> str | None:
     LaTeX fractions are read as one number (:func:`latex_fractions`); one whose parts are no numbers
     (``\\frac{x}{2}``) is an expression here, never its denominator.
     """
-    tail = _OTHER_FRACTION.sub(" expression ", latex_fractions(text[-FINAL_TAIL_CHARS:]))
+    return _final_statement(latex_fractions(text[-FINAL_TAIL_CHARS:]))
+
+
+def _final_statement(text: str) -> str | None:
+    """:func:`final_statement_number` of a text whose LaTeX fractions are already plain (:func:`latex_fractions`)."""
+    tail = _OTHER_FRACTION.sub(" expression ", text[-FINAL_TAIL_CHARS:])
     tail = join_thousands(tail).replace("\\$", "$")
     lines = [line.strip() for line in tail.strip().splitlines() if line.strip()]
     while lines and _CLOSER_LINE.fullmatch(lines[-1]):
