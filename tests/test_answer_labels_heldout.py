@@ -1,6 +1,6 @@
 """The development set (tests/data/answer_labels_heldout.jsonl, issue 33; held out until the fixes of its
-misses, so no longer a measure out of sample: tests/test_answer_labels_heldout2.py holds the set that is) and
-one test per class of miss it showed.
+misses, so no longer a measure out of sample; tests/test_answer_labels_heldout2.py holds a second set, held out
+until its own misses were fixed, a development set too since) and one test per class of miss it showed.
 
 The set holds 201 real answers that are not in the fixture the extractor was built on
 (tests/data/answer_labels.jsonl): ends of the thought-branches MMLU reasoning texts of the prompts without the

@@ -255,12 +255,20 @@ def _number_with_units(answer: str) -> str | None:
     return re.sub(r"[\s$\\]", "", m.group(1))
 
 
+#: A braced argument that is one number with comma thousands (``\\frac{47,250}{593,775}``): math-verify reads
+#: ``1,000`` alone as 1000 but a fraction of such parts not at all (issue 33), so their commas are dropped.
+_GROUPED_ARGUMENT = re.compile(r"(?<!\\)\{\s*(\d{1,3}(?:,\d{3})+(?:\.\d+)?)\s*\}")
+
+
 def parse_math_answer(text: str, strict: bool = False) -> str | None:
     """Canonical label of a MATH answer (see the module docstring); ``strict``: box or anchor only."""
     answer = extract_math_answer(normalise_unicode(text), strict=strict)
     if answer is None or len(answer) > MAX_ANSWER_CHARS:
         return None
     answer = answer.strip().strip("$").strip()
+    display = re.fullmatch(r"\\\[((?:(?!\\\]).)*)\\\]|\\\(((?:(?!\\\)).)*)\\\)", answer, re.DOTALL)
+    if display:  # a bare answer that is one display, "\\[ \\frac{3}{4} \\]": its content, as "$...$" gives
+        answer = next(g for g in display.groups() if g is not None).strip()
     braces = re.sub(r"\\[{}]", "", answer)
     if braces.count("{") != braces.count("}"):
         return None  # an expression cut short ("= \\frac{"): no value is stated
@@ -269,6 +277,7 @@ def parse_math_answer(text: str, strict: bool = False) -> str | None:
     if not answer:
         return None
     answer = join_thousands(answer, spaces=True)  # guard: math-verify reads 4\,000 as 4*0
+    answer = _GROUPED_ARGUMENT.sub(lambda m: "{" + m.group(1).replace(",", "") + "}", answer)
     answer = _number_with_units(answer) or answer
     word = _normalise_string(answer)
     if re.fullmatch(r"[a-z][a-z0-9]*", word) and re.search(r"[a-z]{2}", word):

@@ -27,7 +27,9 @@ quotes, thin and no-break spaces, full-width digits).
     (``fractions.Fraction``): ``18.00`` -> ``18``, ``-3.50`` -> ``-3.5``, ``1/2`` -> ``0.5``; a fraction
     without a terminating decimal stays ``p/q`` in lowest terms (``2/3``). A comma that is no thousands
     separator (``3,5``, ``1.250,5``: a decimal comma or a list) is ambiguous: null. Every LaTeX fraction
-    form (``\\frac``, ``\\tfrac``, ``\\dfrac``, ``\\frac12``) is a fraction.
+    form (``\\frac``, ``\\tfrac``, ``\\dfrac``, ``\\frac12``, ``\\frac{-3}{4}``, ``-\\frac{3}{4}``, a mixed
+    ``2\\frac{1}{2}``) is one number wherever a number is read, a box, an anchor or a prose final statement
+    (:func:`thinkprobe.tasks._numbers.latex_fractions`); one of no numbers (``\\frac{x}{2}``) is none.
 
 ``arc``, ``choice``
     See :mod:`thinkprobe.tasks._choices` (issue 33: the forms real reasoning models write, the last committed
