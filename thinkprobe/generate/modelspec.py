@@ -16,8 +16,8 @@ What passes between jobs stays a plain mapping, byte for byte as before: the rul
 :meth:`ModelSpec.as_dict` (Snakemake compares params between runs; a changed repr reruns every job) and the
 stored identities (:func:`thinkprobe.protect.identity`, the collection store's unit settings) are built from it,
 so no stored GPU work changes its key. The engines (:mod:`thinkprobe.generate.vllm_engine`,
-:mod:`thinkprobe.generate.http_engine`) and the model lookup they call (:func:`thinkprobe.generate.models.resolve_model`)
-receive the spec itself through their backend's ``open`` and read its fields (``settings``: the merge done here),
+:mod:`thinkprobe.generate.http_engine`) and the model lookup they call
+(:func:`thinkprobe.generate.models.resolve_model`) receive the spec itself through their backend's ``open`` and read its fields (``settings``: the merge done here),
 so the defaults merge has this one home.
 """
 
@@ -165,7 +165,8 @@ class ModelSpec:
     ``max_model_len`` the context length the entry states (``None``: the engine's own). ``params_b``,
     ``total_params_b``, ``weights_gb`` and ``trace_tokens`` are the planner's figures; ``api_key_env`` the
     variable holding an endpoint's API key; ``manifest``, ``model_cache`` and ``cache_dir`` what the workflow plan
-    (or a test) adds for the model lookup (:data:`PLAN_KEYS`: the fetch manifest, the hub cache, the cache folder); ``resources`` every stated
+    (or a test) adds for the model lookup (:data:`PLAN_KEYS`: the fetch manifest, the hub cache, the cache
+    folder); ``resources`` every stated
     key of :data:`~thinkprobe.generate.defaults.MODEL_RESOURCE_KEYS` (a job's resources, never a param). ``entry`` is the filled
     entry itself, which the collection's rule params and unit identities carry (:meth:`as_dict`); ``stated`` the
     entry as written (with its name), which the trajectory sampling's params, a continuation batch's identity and

@@ -50,8 +50,9 @@ def continuation_label(cont: Mapping[str, Any], task: str | None, cfg_or_estimat
     """The canonical label of one continuation (rules in the module docstring); None is the null label.
 
     ``cue``: the forced estimator's answer cue (a :class:`~thinkprobe.trajectories.sampling.SamplingConfig`
-    given as ``cfg_or_estimator`` gives its own ``answer_cue``); a forced continuation without one raises
-    :class:`ValueError` naming the task (:func:`label_document` makes it a null label with a note).
+    given as ``cfg_or_estimator`` gives its own ``answer_cue``; None: the task's default, ``Task.answer_cue``);
+    a forced continuation of a task without one raises :class:`ValueError` naming the task
+    (:func:`label_document` makes it a null label with a note).
     ``stop``: the stop strings of the trace's prompt style; the text is cut at the first one before parsing,
     so an invented follow-up question never decides the label (continuations sampled without them too).
     Where sampling recorded the reasoning end from the token ids (``think_closed``/``answer_text``, for a
@@ -81,6 +82,10 @@ def continuation_label(cont: Mapping[str, Any], task: str | None, cfg_or_estimat
         return parse_cut_answer(kept, task, choices=choices)
 
     if estimator == "forced":
+        if cue is None:
+            from .. import tasks
+
+            cue = tasks.get(task).answer_cue
         if cue is None:
             raise ValueError(f"no answer cue for task {task!r}")
         return label(forced_answer_text(cue, text))

@@ -199,9 +199,10 @@ class SamplingConfig:
     @classmethod
     def from_config(cls, cfg: Mapping[str, Any], decoding: str = "default") -> "SamplingConfig":
         """From the config's ``trajectories`` section (see config/schema.yaml); a key left out takes the
-        dataclass default. ``task`` (the batch's task: :meth:`thinkprobe.trajectories.batches.TrajectoryJobs.sampling`
-        adds it) picks that task's entry of ``forced.answer_cues``, else its default cue. A ``decoding`` other than ``default`` (the argument, else the section's
-        ``decoding`` key) overlays ``decodings[decoding]`` (temperature, top_p, max_tokens, seed) on
+        dataclass default. ``task`` (the batch's task, which
+        :meth:`thinkprobe.trajectories.batches.TrajectoryJobs.sampling` adds) picks that task's entry of
+        ``forced.answer_cues``, else its default cue. A ``decoding`` other than ``default`` (the argument, else
+        the section's ``decoding`` key) overlays ``decodings[decoding]`` (temperature, top_p, max_tokens, seed) on
         ``sampling`` when the section has ``decodings`` (else ``sampling`` is taken as already overlaid)."""
         d = cls()
         decoding = decoding if decoding != "default" else cfg.get("decoding") or "default"

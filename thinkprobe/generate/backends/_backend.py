@@ -36,7 +36,8 @@ class Backend:
     ``renamed`` its keys that were renamed (old -> new: an entry with the old key is refused naming the new one,
     :func:`thinkprobe.generate.modelspec.entry_problems`).
     ``settings(model_cfg)`` is the entry's engine settings with those defaults merged (the one merge: the spec
-    holds it as ``ModelSpec.settings``, which the engines read), and ``identity_keys`` the settings that change which continuations are sampled, cut or recorded: they
+    holds it as ``ModelSpec.settings``, which the engines read), and ``identity_keys`` the settings that change
+    which continuations are sampled, cut or recorded: they
     go into a protected batch's identity (:data:`thinkprobe.protect.PARTS`), performance knobs do not.
 
     Resources: ``gpus(model)`` is the GPUs one generation job asks SLURM for; ``loads_weights`` says the job holds
