@@ -462,7 +462,7 @@ def main() -> None:
         docs, stats = sample_traces(engine, traces, full, store, prefixes_per_call=64)
         rule_s = time.perf_counter() - t0
     _reset_cache(engine)
-    forced = SamplingConfig(n=args.n, stride=16, estimator="forced", forced_max_tokens=16, seed=0)
+    forced = SamplingConfig(n=args.n, stride=16, estimator="forced", forced_max_tokens=16, seed=0, task="gsm8k")
     with tempfile.TemporaryDirectory() as store:
         t0 = time.perf_counter()
         fdocs, fstats = sample_traces(engine, traces, forced, store, prefixes_per_call=64)

@@ -25,7 +25,7 @@ rule traj_sample:
         protected("results/continuations/{model}/{question_set}/{batch}.json"),
     params:  # what decides the continuations; memory, wall time, CPUs and prefixes_per_call are resources
         model=lambda w: PLAN.trajectories.engine_model(w.model),
-        traj=lambda w: PLAN.trajectories.sampling(w.batch),
+        traj=lambda w: PLAN.trajectories.sampling(w.batch, w.question_set),  # its task's cue only (forced)
         questions=lambda w: PLAN.trajectories.batch_questions(w.model, w.question_set, w.batch),
         runs=PLAN.trajectories.runs,
         store="results/continuations/_store",

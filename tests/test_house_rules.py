@@ -368,8 +368,9 @@ def test_engine_and_model_defaults_live_in_one_module_and_the_schema_reads_them(
                                           "engine": defaults.VLLM_ENGINE_DEFAULTS})
     from thinkprobe.generate import collection_jobs, http_engine, vllm_engine
 
-    assert http_engine.HTTP_DEFAULTS is defaults.HTTP_DEFAULTS and collection_jobs.MODEL_DEFAULTS is defaults.MODEL_DEFAULTS
-    assert vllm_engine.ENGINE_DEFAULTS is defaults.VLLM_ENGINE_DEFAULTS
+    assert collection_jobs.MODEL_DEFAULTS is defaults.MODEL_DEFAULTS
+    # the engines merge no defaults of their own: they read the ModelSpec's settings (the one merge, modelspec)
+    assert not hasattr(http_engine, "HTTP_DEFAULTS") and not hasattr(vllm_engine, "ENGINE_DEFAULTS")
 
 
 @pytest.mark.fast

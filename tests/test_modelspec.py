@@ -108,12 +108,12 @@ def test_the_trajectory_command_opens_its_model_through_the_registry():
 
 # ---------------------------------------------------------------------- the house rule: no .get on a model entry
 
-# Where a model entry is read as a mapping: the spec and the backend registry; the engines, which are sampling
-# code keyed by their source hash (docs/sampling-store.md), and the model lookup they call (generate/models.py,
-# whose imports would otherwise enter that code), which receive the filled entry; protect.py, which reads stored
-# identity records (written by any earlier thinkprobe) as well as stated entries.
-READERS = {"generate/modelspec.py", "generate/vllm_engine.py", "generate/http_engine.py", "generate/models.py",
-           "protect.py"}
+# Where a model entry is read as a mapping: the spec and the backend registry; protect.py, which reads stored
+# identity records (written by any earlier thinkprobe) as well as stated entries. The engines
+# (generate/vllm_engine.py, generate/http_engine.py) and the model lookup they call (generate/models.py) take the
+# spec and read its fields, so the rule holds for them too.
+READERS = {"generate/modelspec.py", "protect.py"}
+ENGINE_MODULES = ("generate/vllm_engine.py", "generate/http_engine.py", "generate/models.py")
 # names a model entry goes by, and keys only a model entry has
 ENTRY_NAMES = {"model_cfg", "mcfg", "model", "models_cfg", "model_entry"}
 MODEL_ONLY_KEYS = {"backend", "served_model", "base_url", "engine", "think_prefill", "system_prompt", "api_key_env",
@@ -147,6 +147,18 @@ def test_no_module_outside_the_spec_and_the_registry_reads_a_model_entry_with_ge
         found += _entry_reads(path, rel)
     assert not found, ("read a model's ModelSpec (thinkprobe.generate.modelspec) instead of its entry:\n  "
                        + "\n  ".join(found))
+
+
+def test_the_house_rule_covers_the_engines(tmp_path):
+    """The engines and their model lookup are read by the rule (not exempt), and it finds nothing there; the
+    entry reads they held before they took the spec (an engine's own defaults merge) are what it would find."""
+    assert not READERS & set(ENGINE_MODULES)
+    for rel in ENGINE_MODULES:
+        assert _entry_reads(REPO / "thinkprobe" / rel, rel) == [], rel
+    old = tmp_path / "vllm_engine.py"
+    old.write_text("def __init__(self, model_cfg):\n    self.model = str(model_cfg.get('name'))\n"
+                   "    args = {**ENGINE_DEFAULTS, **dict(model_cfg.get('engine') or {})}\n")
+    assert len(_entry_reads(old, "generate/vllm_engine.py")) == 2
 
 
 def test_the_house_rule_sees_an_entry_read(tmp_path):

@@ -90,10 +90,10 @@ def test_the_worked_example_of_adding_a_task(tmp_path):
             == ["yesno-1"]  # the id prefix may be left out
         assert format_prompt(q, "native").endswith("The answer is X.")
         assert parse_answer("Hmm. The answer is No.", "yesno") == "no"
-        cfg = SamplingConfig.from_config({"forced": {"answer_cues": {"yesno": "\nTherefore, the answer is "}}})
-        assert forced_suffix_text("yesno", native=True, cues=cfg.answer_cues) == \
-            "\n</think>\n\nTherefore, the answer is "
-        assert parse_answer(forced_answer_text("yesno", " yes.", cfg.answer_cues), "yesno") == "yes"
+        cfg = SamplingConfig.from_config({"estimator": "forced", "task": "yesno",
+                                          "forced": {"answer_cues": {"yesno": "\nTherefore, the answer is "}}})
+        assert forced_suffix_text(cfg.answer_cue, native=True) == "\n</think>\n\nTherefore, the answer is "
+        assert parse_answer(forced_answer_text(cfg.answer_cue, " yes."), "yesno") == "yes"
     finally:
         tasks._REGISTRY.pop(task.name)
         sys.modules.pop(module.__name__, None)

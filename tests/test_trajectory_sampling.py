@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import pytest
 
+from thinkprobe import tasks
 from thinkprobe.trajectories.checkpoints import (RealizedTrace, TokenizerMismatch, checkpoint_positions,
                                                  check_tokenizer, engine_tokenizer_id, find_reasoning,
                                                  realized_from_unit, tokenizer_fingerprint)
@@ -107,9 +108,10 @@ def test_stopping_rule_by_hand():
 
 @pytest.mark.fast
 def test_forced_answer_suffix_and_comparison():
-    assert forced_suffix_text("gsm8k", native=False) == "\nTherefore, the final answer is "
-    assert forced_suffix_text("arc", native=True).startswith("\n</think>\n\n")
-    assert forced_answer_text("gsm8k", " 72.") == "Therefore, the final answer is 72."
+    gsm8k, arc = tasks.get("gsm8k").answer_cue, tasks.get("arc").answer_cue
+    assert forced_suffix_text(gsm8k, native=False) == "\nTherefore, the final answer is "
+    assert forced_suffix_text(arc, native=True) == "\n</think>\n\nTherefore, the answer is ("
+    assert forced_answer_text(gsm8k, " 72.") == "Therefore, the final answer is 72."
     cmp = compare_estimators([["1", "1"], ["2", "3"]], [["1", "2"], ["2", "3"]], 100, 10)
     assert cmp["median_tv"] == pytest.approx(0.25) and cmp["dominant_agreement"] == 0.5
     assert cmp["cost_ratio"] == 0.1
@@ -250,12 +252,12 @@ def test_resume_redoes_no_finished_checkpoint(engine, realized, tmp_path):
 def test_forced_estimator_and_sequential_stopping(engine, realized, tmp_path):
     from thinkprobe.trajectories.sampling import SamplingConfig, label_document, sample_traces
 
-    forced = SamplingConfig(n=3, stride=16, estimator="forced", forced_max_tokens=6, seed=9)
+    forced = SamplingConfig(n=3, stride=16, estimator="forced", forced_max_tokens=6, seed=9, task="gsm8k")
     docs, stats = sample_traces(engine, realized[:1], forced, tmp_path / "forced")
     doc = docs[0]
     assert doc["status"] == "ok"
     assert all(x["n_tokens"] <= 6 for c in doc["checkpoints"] for x in c["continuations"])
-    suffix = len(engine.tokenizer().encode(forced_suffix_text("gsm8k", False), add_special_tokens=False))
+    suffix = len(engine.tokenizer().encode(forced_suffix_text(forced.answer_cue, False), add_special_tokens=False))
     c0 = doc["checkpoints"][0]
     assert c0["prompt_tokens"] == len(realized[0].prompt_ids) + suffix
     assert label_document(doc)["estimator"] == "forced"

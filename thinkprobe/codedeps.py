@@ -42,7 +42,6 @@ from typing import Any, Iterable
 PACKAGE = "thinkprobe"
 PACKAGE_DIR = Path(__file__).resolve().parent
 SCRIPTS_DIR = PACKAGE_DIR.parent / "workflow" / "scripts"  # the rule scripts, in a checkout of the repository
-RULES_DIR = PACKAGE_DIR.parent / "rules"  # the rule files (rules/*.smk)
 DATA_NAME = "CODE_DATA"  # a module's tuple of globs naming the package files it reads at run time
 
 
@@ -328,47 +327,3 @@ def code_modules(*objects: Any, data: Iterable[str] = ()) -> list[str]:
     """
     entries = tuple(sorted((o.__module__.removeprefix(PACKAGE + "."), o.__name__) for o in objects))
     return list(_code_modules(entries, tuple(sorted(set(data)))))
-
-
-@dataclass(frozen=True)
-class RuleScript:
-    """A rule of ``rules/*.smk`` as its text says: its script (a file name in ``workflow/scripts``) and the
-    arguments of its ``code=script_code(...)`` param (None: the rule has no ``code`` param)."""
-
-    rule: str
-    file: str
-    script: str
-    code: tuple[str, ...] | None
-
-
-def rule_scripts(rules_dir: str | Path = RULES_DIR) -> dict[str, RuleScript]:
-    """Every rule with a ``script:`` in ``rules_dir/*.smk``, read from the text (no Snakemake): what the code-hash
-    coverage test and the snapshot's stage hashes (:func:`thinkprobe.study.snapshot.stage_hashes`) start from.
-    A rule defined in a loop (``rule:`` with ``name: f"stats_fig_{_fig}"``) is listed under its name's text.
-    A ``code=`` param that is not ``script_code(<its own script>, ...)`` is an error naming the rule."""
-    import re
-
-    out: dict[str, RuleScript] = {}
-    for smk in sorted(Path(rules_dir).glob("*.smk")):
-        text = smk.read_text(encoding="utf-8")
-        starts = [m for m in re.finditer(r"^[ \t]*rule\b[ \t]*(\w*)[ \t]*:", text, re.M)]
-        for k, m in enumerate(starts):
-            block = text[m.start(): starts[k + 1].start() if k + 1 < len(starts) else len(text)]
-            name = m.group(1) or re.search(r"name:\s*\n\s*f?\"([^\"]+)\"", block).group(1)
-            script = re.search(r"script:\s*\n\s*\"(?:\.\./)?workflow/scripts/([^\"]+)\"", block)
-            if not script:
-                continue
-            code = re.search(r"^\s*code=(.*?),?(?:\s*#.*)?$", block, re.M)
-            args = None
-            if code:
-                call = re.fullmatch(r"script_code\(((?:\"[^\"]*\"(?:,\s*)?)+)\)", code.group(1).strip())
-                if not call:
-                    raise ValueError(f"{smk.name}: rule {name}: its code param is {code.group(1).strip()!r}, "
-                                     "not script_code(<its script>, ...)")
-                args = tuple(re.findall(r"\"([^\"]*)\"", call.group(1)))
-                if args[0] != script.group(1):
-                    raise ValueError(f"{smk.name}: rule {name}: its code param hashes {args[0]!r}, "
-                                     f"but its script is {script.group(1)!r}")
-            out[name] = RuleScript(name, smk.name, script.group(1), args)
-    return out
-

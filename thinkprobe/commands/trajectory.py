@@ -118,7 +118,7 @@ def _run(args: argparse.Namespace) -> int:
         os.environ.setdefault("VLLM_LOGGING_LEVEL", "WARNING")
     task = args.task or rec.get("task") or "gsm8k"
     model = args.model or rec.get("model") or "smollm2"
-    cfg = sampling_config({"n": args.n, "stride": args.stride, "estimator": args.estimator,
+    cfg = sampling_config({"n": args.n, "stride": args.stride, "estimator": args.estimator, "task": task,
                            "max_reasoning_tokens": args.max_reasoning_tokens,
                            "sampling": {"temperature": args.temperature, "top_p": args.top_p,
                                         "max_tokens": args.max_tokens, "seed": args.seed}})

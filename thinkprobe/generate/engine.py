@@ -47,7 +47,7 @@ def open_engine(model: ModelSpec | Mapping[str, Any]) -> Engine:
         into one here), e.g. ``{"name": "smollm2", "backend": "vllm", "path": "smollm2", "engine":
         {"max_model_len": 2048}}`` or ``{"name": "r1", "backend": "openai", "base_url": "http://host:8000/v1",
         "served_model": "r1", "api_key_env": "MY_KEY"}``. See ``config/schema.yaml`` (section ``models``) for
-        every key. The backend's ``open`` receives the filled entry (:meth:`ModelSpec.as_dict`).
+        every key. The backend's ``open`` receives the spec.
 
     Raises
     ------
@@ -56,7 +56,7 @@ def open_engine(model: ModelSpec | Mapping[str, Any]) -> Engine:
         missing API key variable, model folder not found, engine start failure.
     """
     spec = ModelSpec.of(model)
-    return spec.kind.open(spec.as_dict())
+    return spec.kind.open(spec)
 
 
 def engine_for_work(model: ModelSpec | Mapping[str, Any], log: Callable[[str], None] = print) -> Engine:
@@ -65,4 +65,4 @@ def engine_for_work(model: ModelSpec | Mapping[str, Any], log: Callable[[str], N
     that states ``engine.max_model_len``), else the engine itself (:func:`open_engine`)."""
     spec = ModelSpec.of(model)
     backend = spec.kind
-    return (backend.lazy and backend.lazy(spec, log)) or backend.open(spec.as_dict())
+    return (backend.lazy and backend.lazy(spec, log)) or backend.open(spec)

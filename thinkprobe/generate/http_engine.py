@@ -66,7 +66,6 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Mapping, Sequence
 
 from ..boundedjson import json_shape
-from .defaults import HTTP_DEFAULTS
 from .interface import Completion, EngineError, Generation, SamplingSpec
 
 RETRY_STATUS = {408, 409, 429, 500, 502, 503, 504}
@@ -83,14 +82,18 @@ class HttpEngine:
     backend = "openai"
     chat = True
 
-    def __init__(self, model_cfg: Mapping[str, Any]):
-        self.model = str(model_cfg.get("name") or model_cfg.get("served_model"))
-        cfg = {**HTTP_DEFAULTS, **{k: v for k, v in model_cfg.items() if k in HTTP_DEFAULTS}}
-        base = model_cfg.get("base_url")
+    def __init__(self, spec: Any):
+        """``spec``: the model's :class:`~thinkprobe.generate.modelspec.ModelSpec` (not imported here: the spec
+        imports the backend registry, and this module is sampling code, hashed with what it imports); its
+        ``settings`` are the entry's keys over :data:`~thinkprobe.generate.defaults.HTTP_DEFAULTS`, merged by the
+        spec."""
+        self.model = spec.name
+        cfg = spec.settings
+        base = spec.base_url
         if not base:
             raise EngineError(f"model {self.model!r}: backend 'openai' needs a base_url (e.g. http://host:8000/v1)")
         self.base_url = str(base).rstrip("/")
-        self.served_model = str(model_cfg.get("served_model") or self.model)
+        self.served_model = str(spec.served_model or self.model)
         self.concurrency = max(1, int(cfg["concurrency"]))
         self.timeout_s = float(cfg["timeout_s"])
         self.max_retries = max(0, int(cfg["max_retries"]))
@@ -101,9 +104,9 @@ class HttpEngine:
         ask_ids = cfg["return_token_ids"]
         if ask_ids not in (True, False, "auto"):
             raise EngineError(f"model {self.model!r}: return_token_ids must be true, false or auto, not {ask_ids!r}")
-        self._tokenizer_path = model_cfg.get("tokenizer")
+        self._tokenizer_path = spec.tokenizer
         self._tok = None
-        key_env = model_cfg.get("api_key_env")
+        key_env = spec.api_key_env
         self._headers = {"Content-Type": "application/json"}
         if key_env:
             key = os.environ.get(str(key_env), "")
@@ -116,7 +119,7 @@ class HttpEngine:
         # vLLM's request extensions (token ids, skip_special_tokens) go only to a server that takes them
         self.vllm_server = info.get("owned_by") == "vllm"
         self.return_token_ids = ask_ids is True or (ask_ids == "auto" and self.vllm_server)
-        self.max_model_len = int(model_cfg.get("max_model_len") or info.get("max_model_len") or 0)
+        self.max_model_len = int(spec.max_model_len or info.get("max_model_len") or 0)
 
     def __repr__(self) -> str:  # never shows the headers (the API key)
         return f"HttpEngine({self.base_url!r}, model={self.served_model!r})"

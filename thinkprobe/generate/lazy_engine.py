@@ -38,7 +38,7 @@ class LazyVllmEngine:
         self._spec = model
         self._log = log
         self.model = model.name
-        self.folder, self.source = resolve_model(model.as_dict())  # as the engine it stands for resolves it
+        self.folder, self.source = resolve_model(model)  # as the engine it stands for resolves it
         self.version = engine_version()
         self.max_model_len = int(model.max_model_len)
         tok_file = self.folder / "tokenizer.json"
@@ -66,7 +66,7 @@ class LazyVllmEngine:
             from .vllm_engine import VllmEngine
 
             t0 = time.perf_counter()
-            engine = VllmEngine(self._spec.as_dict())
+            engine = VllmEngine(self._spec)
             self.start_seconds = time.perf_counter() - t0
             if int(engine.max_model_len) != self.max_model_len or engine.tokenizer_sha256 != self.tokenizer_sha256:
                 engine.close()

@@ -22,7 +22,7 @@ import os
 import shutil
 import tempfile
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 from ..cache import cache_root
 from ..outputs import current_umask
@@ -68,24 +68,23 @@ def local_model_folder(name_or_path: str, cache_dir: str | os.PathLike | None = 
                         "local folder with a config.json")
 
 
-def resolve_model(model_cfg: Mapping[str, Any]) -> tuple[Path, dict[str, Any]]:
-    """The local folder of a model's config entry and what it is, for the provenance.
+def resolve_model(spec: Any) -> tuple[Path, dict[str, Any]]:
+    """The local folder of a model (its :class:`~thinkprobe.generate.modelspec.ModelSpec`) and what it is, for
+    the provenance.
 
     ``hub_id`` (+ ``revision``): the snapshot in the hub cache (``model_cache``), offline, checked against the
     fetch manifest when the entry names one (``manifest``); the source records the resolved commit.
     Otherwise ``path`` (or the name): a built-in or a local folder (:func:`local_model_folder`).
     """
-    name = str(model_cfg.get("name") or model_cfg.get("path") or model_cfg.get("hub_id"))
-    if model_cfg.get("hub_id"):
+    if spec.hub_id:
         manifest = None
-        if model_cfg.get("manifest") and Path(model_cfg["manifest"]).is_file():
-            manifest = json.loads(Path(model_cfg["manifest"]).read_text(encoding="utf-8"))
-        revision = str(model_cfg.get("revision") or "main")
-        folder, commit = cached_snapshot(name, str(model_cfg["hub_id"]), revision, model_cfg.get("model_cache"),
-                                         manifest)
-        return folder, {"hub_id": model_cfg["hub_id"], "revision": revision, "commit": commit}
-    folder = local_model_folder(str(model_cfg.get("path") or name), model_cfg.get("cache_dir"))
-    return folder, {"path": str(model_cfg.get("path") or name)}
+        if spec.manifest and Path(spec.manifest).is_file():
+            manifest = json.loads(Path(spec.manifest).read_text(encoding="utf-8"))
+        revision = str(spec.revision)  # the spec fills a hub model's revision
+        folder, commit = cached_snapshot(spec.name, str(spec.hub_id), revision, spec.model_cache, manifest)
+        return folder, {"hub_id": spec.hub_id, "revision": revision, "commit": commit}
+    path = str(spec.path or spec.name)
+    return local_model_folder(path, spec.cache_dir), {"path": path}
 
 
 def _umask_modes(folder: Path) -> None:

@@ -15,8 +15,10 @@ prompt, the per-model sampling overrides, and the planning and resource keys) an
 What passes between jobs stays a plain mapping, byte for byte as before: the rule params carry
 :meth:`ModelSpec.as_dict` (Snakemake compares params between runs; a changed repr reruns every job) and the
 stored identities (:func:`thinkprobe.protect.identity`, the collection store's unit settings) are built from it,
-so no stored GPU work changes its key. The engines, which are sampling code keyed by their source hash
-(docs/sampling-store.md), receive the same filled mapping through their backend's ``open``.
+so no stored GPU work changes its key. The engines (:mod:`thinkprobe.generate.vllm_engine`,
+:mod:`thinkprobe.generate.http_engine`) and the model lookup they call
+(:func:`thinkprobe.generate.models.resolve_model`) receive the spec itself through their backend's ``open`` and read its fields (``settings``: the merge done here),
+so the defaults merge has this one home.
 """
 
 from __future__ import annotations
@@ -161,7 +163,10 @@ class ModelSpec:
     the ``engine:`` section as stated (vLLM), ``settings`` the backend's settings with its defaults merged (the
     one merge: vLLM's engine arguments over ``VLLM_ENGINE_DEFAULTS``, an endpoint's keys over ``HTTP_DEFAULTS``),
     ``max_model_len`` the context length the entry states (``None``: the engine's own). ``params_b``,
-    ``total_params_b``, ``weights_gb`` and ``trace_tokens`` are the planner's figures; ``resources`` every stated
+    ``total_params_b``, ``weights_gb`` and ``trace_tokens`` are the planner's figures; ``api_key_env`` the
+    variable holding an endpoint's API key; ``manifest``, ``model_cache`` and ``cache_dir`` what the workflow plan
+    (or a test) adds for the model lookup (:data:`PLAN_KEYS`: the fetch manifest, the hub cache, the cache
+    folder); ``resources`` every stated
     key of :data:`~thinkprobe.generate.defaults.MODEL_RESOURCE_KEYS` (a job's resources, never a param). ``entry`` is the filled
     entry itself, which the collection's rule params and unit identities carry (:meth:`as_dict`); ``stated`` the
     entry as written (with its name), which the trajectory sampling's params, a continuation batch's identity and
@@ -177,6 +182,7 @@ class ModelSpec:
     served_model: str | None
     base_url: str | None
     tokenizer: str | None
+    api_key_env: str | None
     reasoning: str
     prompt_variant: str
     think_prefill: bool
@@ -192,6 +198,9 @@ class ModelSpec:
     weights_gb: float | None
     trace_tokens: FrozenMap
     resources: FrozenMap
+    manifest: str | None
+    model_cache: str | None
+    cache_dir: str | None
     entry: FrozenMap
     stated: FrozenMap
 
@@ -218,7 +227,8 @@ class ModelSpec:
         return cls(
             name=name, backend=filled["backend"], path=filled.get("path"), hub_id=filled.get("hub_id"),
             revision=filled.get("revision"), served_model=filled.get("served_model"),
-            base_url=filled.get("base_url"), tokenizer=filled.get("tokenizer"), reasoning=filled["reasoning"],
+            base_url=filled.get("base_url"), tokenizer=filled.get("tokenizer"), api_key_env=filled.get("api_key_env"),
+            reasoning=filled["reasoning"],
             prompt_variant=filled["prompt_variant"], think_prefill=bool(filled["think_prefill"]),
             system_prompt=filled["system_prompt"] or "", device=filled["device"], gpu_model=filled["gpu_model"],
             sampling=FrozenMap(filled.get("sampling") or {}), engine=FrozenMap(filled.get("engine") or {}),
@@ -226,6 +236,7 @@ class ModelSpec:
             params_b=filled.get("params_b"), total_params_b=filled.get("total_params_b"),
             weights_gb=filled.get("weights_gb"), trace_tokens=FrozenMap(filled.get("trace_tokens") or {}),
             resources=FrozenMap({k: filled[k] for k in sorted(MODEL_RESOURCE_KEYS) if k in filled}),
+            manifest=filled.get("manifest"), model_cache=filled.get("model_cache"), cache_dir=filled.get("cache_dir"),
             entry=FrozenMap(filled), stated=FrozenMap({"name": name, **{k: v for k, v in entry.items() if k != "name"}}))
 
     @classmethod

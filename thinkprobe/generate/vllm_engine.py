@@ -34,14 +34,13 @@ import os
 import sys
 import time
 from importlib import metadata
-from typing import Any, Mapping, Sequence
+from typing import Any, Sequence
 
-from .defaults import VLLM_ENGINE_DEFAULTS, kv_cache_space
+from .defaults import kv_cache_space
 from .interface import Completion, EngineError, Generation, SamplingSpec
 from ..outputs import sha256_file
 from .models import ModelNotFound, resolve_model
 
-ENGINE_DEFAULTS = VLLM_ENGINE_DEFAULTS  # one home: thinkprobe.generate.defaults
 _GPU_ONLY = ("gpu_memory_utilization",)
 _THREAD_VARS = ("OMP_NUM_THREADS", "GOTO_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS",
                 "VECLIB_MAXIMUM_THREADS", "NUMEXPR_NUM_THREADS")
@@ -59,9 +58,11 @@ def engine_version() -> str:
     return f"vllm {getattr(vllm, '__version__', '?')}"
 
 
-def engine_args(model_cfg: Mapping[str, Any], on_cpu: bool) -> dict[str, Any]:
-    """The ``LLM(...)`` keyword arguments for a model's config (defaults filled in, GPU-only keys dropped on CPU)."""
-    args = {**ENGINE_DEFAULTS, **dict(model_cfg.get("engine") or {})}
+def engine_args(spec: Any, on_cpu: bool) -> dict[str, Any]:
+    """The ``LLM(...)`` keyword arguments of a model's :class:`~thinkprobe.generate.modelspec.ModelSpec`: its
+    ``settings`` (the ``engine:`` section over vLLM's defaults, merged by the spec), less the KV-cache size (an
+    environment variable on CPU) and, on CPU, the GPU-only keys."""
+    args = spec.settings.thaw()
     args.pop("kv_cache_space_gb")
     if on_cpu:
         for key in _GPU_ONLY:
@@ -74,15 +75,17 @@ class VllmEngine:
 
     backend = "vllm"
 
-    def __init__(self, model_cfg: Mapping[str, Any]):
-        self.model = str(model_cfg.get("name") or model_cfg.get("path"))
+    def __init__(self, spec: Any):
+        """``spec``: the model's :class:`~thinkprobe.generate.modelspec.ModelSpec` (not imported here: the spec
+        imports the backend registry, and this module is sampling code, hashed with what it imports)."""
+        self.model = spec.name
         try:
-            folder, self.source = resolve_model(model_cfg)
+            folder, self.source = resolve_model(spec)
         except ModelNotFound as exc:
             raise EngineError(str(exc)) from exc
         os.environ["HF_HUB_OFFLINE"] = "1"  # a generation job never downloads (hub models: rule fetch_model)
         os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
-        kv_space, kv_note = kv_cache_space(model_cfg.get("engine"), os.environ)  # the config wins, or says so
+        kv_space, kv_note = kv_cache_space(spec.engine, os.environ)  # the config wins, or says so
         os.environ["VLLM_CPU_KVCACHE_SPACE"] = kv_space
         if kv_note:
             print(f"model {self.model!r}: {kv_note}", file=sys.stderr, flush=True)
@@ -99,7 +102,7 @@ class VllmEngine:
             # OpenBLAS start more threads than the bound cores and spin against each other.
             for var in _THREAD_VARS:
                 os.environ.pop(var, None)
-        self.args = engine_args(model_cfg, self.on_cpu)
+        self.args = engine_args(spec, self.on_cpu)
         self.version = engine_version()
         self.folder = folder
         # the engine's processes and sockets die with this job, even on SIGKILL (thinkprobe.generate.reaper)

@@ -9,8 +9,10 @@ fields, the gold, the ids; a question set names it as ``source: <task>``,
 :func:`thinkprobe.generate.questions.source_names`). The schema's task and source enums (``x-enum-from``) and the planner's
 token priors (``x-default-from``) are generated from this registry (:mod:`thinkprobe.config`), the prompts and
 the parser (:mod:`thinkprobe.trajectories.parsing`) read it, and an unknown task is an error naming the known
-ones. The forced-answer cues stay in :mod:`thinkprobe.trajectories.forced`: they are part of the sampling
-code whose hash keys every stored continuation (docs/sampling-store.md), see docs/adding-a-task.md.
+ones. A task also holds its forced-answer cue (``Task.answer_cue``, :func:`answer_cues`): a setting, which the
+trajectory settings of a batch of that task resolve from here once (config overrides it per task) and carry as
+a value, so the sampling code (:mod:`thinkprobe.trajectories.forced`) holds no cue and no task file enters the
+forced estimator's code hash (docs/sampling-store.md, docs/adding-a-task.md).
 
 The registry follows the project's layout (DESIGN.md section 2): a dict filled by :func:`register` (with
 each task file's ``TASK``), :func:`get` raising an error that names the known members, :func:`names`. A task
@@ -81,6 +83,16 @@ def names() -> list[str]:
 def answer_names() -> list[str]:
     """The tasks whose answers get a discrete label (the schema's enum of the forced-answer cues)."""
     return [n for n in names() if _REGISTRY[n].discrete]
+
+
+def answer_cues() -> dict[str, str]:
+    """The default forced-answer cue of every task that has one (``Task.answer_cue``): what
+    ``trajectories.forced.answer_cues`` overrides per task.
+
+    >>> answer_cues()["arc"] == answer_cues()["choice"] == "\\nTherefore, the answer is ("
+    True
+    """
+    return {n: get(n).answer_cue for n in names() if get(n).answer_cue is not None}
 
 
 def token_priors() -> dict[str, int]:

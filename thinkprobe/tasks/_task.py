@@ -46,8 +46,12 @@ class Task:
     ours, docs/planning.md), replaced by observed lengths once traces exist. ``read`` is the question-set
     loader of the task's records (a question set names it as ``source: <task>``; :data:`Reader`), ``options``
     the spec keys it reads with their defaults (MATH's ``math_type``), ``id_prefix`` what its question ids
-    start with (a set's ``ids`` may leave it out). The forced-answer cue is not here: see
-    docs/adding-a-task.md, "Why the forced-answer cues stay in trajectories/forced.py".
+    start with (a set's ``ids`` may leave it out). ``answer_cue`` is the forced-answer estimator's default cue
+    for the task (:mod:`thinkprobe.trajectories.forced`; None: the task has none, and a forced run of it needs
+    ``trajectories.forced.answer_cues`` in config): the text appended after a prefix, after which the sampled
+    answer is read. It is a setting of the batches of this task only (a forced batch's settings hold its own
+    task's cue, :meth:`thinkprobe.trajectories.sampling.SamplingConfig.as_dict`), so editing it resamples the
+    forced batches of this task and nothing else.
     """
 
     name: str
@@ -59,6 +63,7 @@ class Task:
     choices: bool = False
     options: Mapping[str, Any] = field(default_factory=dict)
     id_prefix: str = ""
+    answer_cue: str | None = None
 
     @property
     def discrete(self) -> bool:

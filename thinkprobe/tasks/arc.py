@@ -34,4 +34,5 @@ TASK = Task(
     extract=lambda text, strict, choices: parse_choice_answer(text, choices, default_keys="ABCDE"),
     choices=True,
     id_prefix="arc-",
+    answer_cue="\nTherefore, the answer is (",
 )

@@ -18,4 +18,5 @@ TASK = Task(
     extract=lambda text, strict, choices: parse_choice_answer(text, choices, default_keys=LETTERS),
     choices=True,
     id_prefix="choice-",
+    answer_cue="\nTherefore, the answer is (",
 )

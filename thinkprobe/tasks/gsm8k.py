@@ -54,4 +54,5 @@ TASK = Task(
     read=read_gsm8k,
     extract=lambda text, strict, choices: parse_number_answer(text, strict=strict),
     id_prefix="gsm8k-",
+    answer_cue="\nTherefore, the final answer is ",
 )

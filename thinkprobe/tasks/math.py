@@ -46,4 +46,5 @@ TASK = Task(
     extract=lambda text, strict, choices: parse_math_answer(text, strict=strict),
     options={"math_type": "Algebra"},
     id_prefix="math-",
+    answer_cue="\nTherefore, the final answer is $\\boxed{",
 )

@@ -57,4 +57,5 @@ TASK = Task(
     read=read_svamp,
     extract=lambda text, strict, choices: parse_number_answer(text, strict=strict),
     id_prefix="svamp-",
+    answer_cue="\nTherefore, the final answer is ",
 )

@@ -75,6 +75,12 @@ class TrajectoryJobs:
             self.questions[qset] = {safe_id(q.id): {"task": q.task, "gold": q.gold,
                                                     **({"choices": [list(c) for c in q.choices]} if q.choices else {})}
                                     for q in qs}
+        self.tasks: dict[str, str | None] = {}  # a question set's task (one loader reads it: one task)
+        for qset, qs in self.questions.items():
+            found = sorted({str(q["task"]) for q in qs.values()})
+            if len(found) > 1:
+                raise PlanError(f"trajectories.question_sets: {qset!r} holds questions of several tasks ({found})")
+            self.tasks[qset] = found[0] if found else None
         sizes = {m: int((self.traj.get("batch_questions_by_model") or {}).get(m) or self.traj["batch_questions"])
                  for m in self.models}
         unknown = sorted(set(self.traj.get("batch_questions_by_model") or {}) - set(self.models))
@@ -111,25 +117,38 @@ class TrajectoryJobs:
     def files(self, folder: str) -> list[str]:
         return [f"results/{folder}/{m}/{q}/{b}.json" for m, q, b in self.batches]
 
-    def sampling(self, batch: str | None = None) -> dict[str, Any]:
-        """The sampling settings of a batch: its decoding's parameters overlaid on ``sampling``."""
+    def sampling(self, batch: str | None = None, question_set: str | None = None) -> dict[str, Any]:
+        """The sampling settings of a batch (the sampling job's param): its decoding's parameters overlaid on
+        ``sampling``, and for a batch of ``question_set`` its task (``task``). Of ``forced.answer_cues`` only the
+        entry of that task is kept, and only under the forced estimator: a cue edited for another task, or under
+        another estimator, changes no batch's param (the cue's default is resolved from the task by
+        :class:`~thinkprobe.trajectories.sampling.SamplingConfig`)."""
         decoding = decoding_of(batch) if batch else "default"
         out = {k: self.traj[k] for k in ("n", "stride", "estimator", "sampling", "forced", "stopping",
                                          "max_reasoning_tokens", "stop") if k in self.traj}
+        task = self.tasks[question_set] if question_set is not None else None
+        if "forced" in out:
+            forced = {k: v for k, v in out["forced"].items() if k != "answer_cues"}
+            cues = out["forced"].get("answer_cues") or {}
+            if out.get("estimator") == "forced" and task in cues:
+                forced["answer_cues"] = {task: cues[task]}
+            out["forced"] = forced
+        if task is not None:
+            out["task"] = task
         if decoding != "default":
             out["sampling"] = decoded_sampling(self.traj, decoding)
             out["decoding"] = decoding
         return out
 
-    def sampling_config(self, batch: str | None = None) -> SamplingConfig:
+    def sampling_config(self, batch: str | None = None, question_set: str | None = None) -> SamplingConfig:
         """A batch's sampling settings parsed (:func:`sampling_config`)."""
-        return sampling_config(self.sampling(batch))
+        return sampling_config(self.sampling(batch, question_set))
 
     def overwrites(self) -> list[tuple[str, str]]:
         """Existing continuation batches this config would re-sample under other settings or another model
         (each compared with its own decoding's settings): ``(path, what changed)``, see :mod:`thinkprobe.protect`."""
-        return protect.changed({path: batch_identity(self.sampling_config(b), self.models[m])
-                                for path, (m, _q, b) in zip(self.files("continuations"), self.batches)})
+        return protect.changed({path: batch_identity(self.sampling_config(b, q), self.models[m])
+                                for path, (m, q, b) in zip(self.files("continuations"), self.batches)})
 
     def targets(self) -> list[str]:
         if not self.batches:

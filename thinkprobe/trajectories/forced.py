@@ -7,52 +7,46 @@ samples only the answer, a few tokens:
 * native reasoners: ``</think>`` (closing the reasoning), a blank line, then the task's answer cue;
 * prompted chain of thought: the task's answer cue alone (the reasoning simply stops there).
 
-The answer cue is per task and set in config (``trajectories.forced.answer_cues``); defaults below. The
-label is parsed from ``cue + sampled text`` (so "Therefore, the final answer is " + "42." reads as an
-anchored answer). It estimates a different quantity: p(answer | prefix, stop now) instead of
-p(answer | prefix, continue reasoning). How far the two agree on the same checkpoints, and at what cost,
-is measured by :func:`compare_estimators` (``bench/trajectory_bench.py``).
+The answer cue is per task: each task file declares its default (``Task.answer_cue``,
+:func:`thinkprobe.tasks.answer_cues`) and ``trajectories.forced.answer_cues`` overrides it per task. The cue of
+a batch's own task is resolved once, into its settings
+(:class:`~thinkprobe.trajectories.sampling.SamplingConfig`), and passed here as text: this module, which is
+the forced estimator's sampling code (its hash keys every forced batch), holds no cue and imports no task, so
+editing a task's extraction relabels and never resamples. The label is parsed from ``cue + sampled text`` (so
+"Therefore, the final answer is " + "42." reads as an anchored answer). It estimates a different quantity:
+p(answer | prefix, stop now) instead of p(answer | prefix, continue reasoning). How far the two agree on the
+same checkpoints, and at what cost, is measured by :func:`compare_estimators` (``bench/trajectory_bench.py``).
 """
 
 from __future__ import annotations
 
 from statistics import median
-from typing import Any, Hashable, Mapping, Sequence
+from typing import Any, Hashable, Sequence
 
 from .stopping import _leaders, tv
 
-DEFAULT_ANSWER_CUES: dict[str, str] = {
-    "gsm8k": "\nTherefore, the final answer is ",
-    "svamp": "\nTherefore, the final answer is ",
-    "math": "\nTherefore, the final answer is $\\boxed{",
-    "arc": "\nTherefore, the answer is (",
-}
 
+def forced_suffix_text(cue: str, native: bool) -> str:
+    """The text appended to a prefix: ``</think>\\n\\n`` + the cue for native reasoners, the cue otherwise.
 
-def answer_cue(task: str, cues: Mapping[str, str] | None = None) -> str:
-    cues = {**DEFAULT_ANSWER_CUES, **dict(cues or {})}
-    if task not in cues:
-        raise ValueError(f"no answer cue for task {task!r} (tasks: {', '.join(sorted(cues))})")
-    return cues[task]
-
-
-def forced_suffix_text(task: str, native: bool, cues: Mapping[str, str] | None = None) -> str:
-    """The text appended to a prefix: ``</think>\\n\\n`` + cue for native reasoners, the cue otherwise.
-
-    >>> forced_suffix_text("gsm8k", native=True)
+    >>> forced_suffix_text("\\nTherefore, the final answer is ", native=True)
     '\\n</think>\\n\\nTherefore, the final answer is '
     """
-    cue = answer_cue(task, cues)
     return ("\n</think>\n\n" + cue.lstrip("\n")) if native else cue
 
 
-def forced_suffix_ids(tokenizer, task: str, native: bool, cues: Mapping[str, str] | None = None) -> tuple[int, ...]:
-    return tuple(tokenizer.encode(forced_suffix_text(task, native, cues), add_special_tokens=False))
+def forced_suffix_ids(tokenizer, cue: str, native: bool) -> tuple[int, ...]:
+    """:func:`forced_suffix_text` in the model's token ids (what is appended to a prefix's ids)."""
+    return tuple(tokenizer.encode(forced_suffix_text(cue, native), add_special_tokens=False))
 
 
-def forced_answer_text(task: str, sampled: str, cues: Mapping[str, str] | None = None) -> str:
-    """What the parser reads for a forced answer: the cue followed by the sampled text."""
-    return answer_cue(task, cues).strip() + " " + sampled.lstrip() if sampled.strip() else ""
+def forced_answer_text(cue: str, sampled: str) -> str:
+    """What the parser reads for a forced answer: the cue followed by the sampled text ("" for an empty one).
+
+    >>> forced_answer_text("\\nTherefore, the answer is (", "B).")
+    'Therefore, the answer is ( B).'
+    """
+    return cue.strip() + " " + sampled.lstrip() if sampled.strip() else ""
 
 
 def compare_estimators(full: Sequence[Sequence[Hashable]], forced: Sequence[Sequence[Hashable]],

@@ -9,7 +9,9 @@ change never costs GPU time. Every text is first cut at the stop strings of the 
   recorded ``think_closed``), parsed normally; without ``</think>`` (weak prompted models forget the tag)
   the whole text strictly (an anchored answer such as "The answer is 12" only);
 * full estimator, chain of thought: the whole continuation, parsed normally;
-* forced estimator: ``cue + text`` (see :mod:`thinkprobe.trajectories.forced`).
+* forced estimator: ``cue + text`` (see :mod:`thinkprobe.trajectories.forced`), the cue being that of the
+  trace's own task as its batch was sampled with it (:func:`stored_cue`): a label job reads the cue from the
+  continuation batch it labels, and only under the forced estimator.
 
 **Cut output.** A continuation whose stop reason is the budget, the context or an engine error did not
 finish. The trajectory paper labels the *answer sequence* a continuation generates after its reasoning
@@ -43,10 +45,14 @@ from .forced import forced_answer_text
 
 
 def continuation_label(cont: Mapping[str, Any], task: str | None, cfg_or_estimator, native: bool,
-                       cues: Mapping[str, str] | None = None, stop: Sequence[str] = (),
+                       cue: str | None = None, stop: Sequence[str] = (),
                        choices: Sequence[Sequence[str]] | None = None) -> str | None:
     """The canonical label of one continuation (rules in the module docstring); None is the null label.
 
+    ``cue``: the forced estimator's answer cue (a :class:`~thinkprobe.trajectories.sampling.SamplingConfig`
+    given as ``cfg_or_estimator`` gives its own ``answer_cue``; None: the task's default, ``Task.answer_cue``);
+    a forced continuation of a task without one raises :class:`ValueError` naming the task
+    (:func:`label_document` makes it a null label with a note).
     ``stop``: the stop strings of the trace's prompt style; the text is cut at the first one before parsing,
     so an invented follow-up question never decides the label (continuations sampled without them too).
     Where sampling recorded the reasoning end from the token ids (``think_closed``/``answer_text``, for a
@@ -65,7 +71,7 @@ def continuation_label(cont: Mapping[str, Any], task: str | None, cfg_or_estimat
         return None
     estimator = getattr(cfg_or_estimator, "estimator", cfg_or_estimator)  # a SamplingConfig or a name
     if not isinstance(cfg_or_estimator, str):
-        cues = cfg_or_estimator.answer_cues
+        cue = cfg_or_estimator.answer_cue
     text = cont.get("text") or ""
     done = finished(cont)
 
@@ -76,7 +82,13 @@ def continuation_label(cont: Mapping[str, Any], task: str | None, cfg_or_estimat
         return parse_cut_answer(kept, task, choices=choices)
 
     if estimator == "forced":
-        return label(forced_answer_text(task, text, cues))
+        if cue is None:
+            from .. import tasks
+
+            cue = tasks.get(task).answer_cue
+        if cue is None:
+            raise ValueError(f"no answer cue for task {task!r}")
+        return label(forced_answer_text(cue, text))
     if not native:
         return label(text)
     if "think_closed" in cont:
@@ -128,10 +140,11 @@ def endpoint_label(reasoning_answer_text: str, task: str | None, native: bool, c
 
 
 def label_document(doc: Mapping[str, Any], task: str | None = None, gold: str | None = None,
-                   cues: Mapping[str, str] | None = None, choices: Sequence[Sequence[str]] | None = None
+                   cue: str | None = None, choices: Sequence[Sequence[str]] | None = None
                    ) -> dict[str, Any]:
     """A continuation document -> the trajectory record of :mod:`thinkprobe.trajectories` (labels parsed).
 
+    ``cue`` is the forced answer cue (None: the one the document was sampled with, :func:`stored_cue`).
     ``choices`` are the item's ``(key, text)`` options (multiple-choice tasks, from the question set): a key
     outside them is the null label and an answer stating one option's text gets that option (issue 33).
 
@@ -158,7 +171,7 @@ def label_document(doc: Mapping[str, Any], task: str | None = None, gold: str | 
     if doc.get("status") != "ok":
         return {**record, "endpoint_label": None, "checkpoints": []}
     r = doc["reasoning"]
-    cues = cues or sampling.get("answer_cues")
+    cue = cue if cue is not None else stored_cue(sampling, task)
     stop = doc.get("stop") or ()
     # "cut" is absent from documents sampled before it was recorded: read as not cut, as they were labelled
     record["endpoint_label"] = endpoint_label(cut_at_stop(r["answer_text"], stop), task, r["native"],
@@ -171,7 +184,7 @@ def label_document(doc: Mapping[str, Any], task: str | None = None, gold: str | 
         labels = []
         for i, x in enumerate(c["continuations"] if ok else []):
             try:
-                labels.append(continuation_label(x, task, doc.get("estimator", "full"), r["native"], cues, stop,
+                labels.append(continuation_label(x, task, doc.get("estimator", "full"), r["native"], cue, stop,
                                                  choices))
             except Exception as err:  # noqa: BLE001 - one unreadable continuation is a null label, not a lost batch
                 labels.append(None)
@@ -194,6 +207,21 @@ def label_document(doc: Mapping[str, Any], task: str | None = None, gold: str | 
         record["status"], record["stage"] = "excluded", "trajectory_label"
         record["reason"] = "no checkpoint could be sampled: " + "; ".join(record["notes"][:3])
     return record
+
+
+def stored_cue(sampling: Mapping[str, Any], task: str | None) -> str | None:
+    """The answer cue a continuation document was sampled with, from its ``sampling`` settings: its own task's
+    (``answer_cue``, a forced document of this release), else its task's entry of the every-task ``answer_cues``
+    that documents sampled before it held; None when it holds neither (a full-estimator document).
+
+    >>> stored_cue({"answer_cue": "\\nTherefore, the answer is ("}, "arc")
+    '\\nTherefore, the answer is ('
+    >>> stored_cue({"answer_cues": {"gsm8k": "\\nSo: "}}, "gsm8k"), stored_cue({}, "gsm8k")
+    ('\\nSo: ', None)
+    """
+    if "answer_cue" in sampling:
+        return sampling["answer_cue"]
+    return (sampling.get("answer_cues") or {}).get(task)
 
 
 def trajectory_incomplete(record: Mapping[str, Any]) -> bool:

@@ -53,7 +53,7 @@ from .checkpoints import (Checkpoint, RealizedTrace, Reasoning, TraceError, chec
 from .checkpoints import _CLOSE as THINK_CLOSE
 from ..generate.defaults import ESTIMATORS, FORCED_DEFAULTS, TRAJECTORY_DEFAULTS, TRAJECTORY_SAMPLING_DEFAULTS
 from ..generate.faults import is_transient, transient_failures
-from .forced import DEFAULT_ANSWER_CUES, forced_suffix_ids
+from .forced import forced_suffix_ids
 from .labelling import continuation_label, endpoint_label, label_document  # noqa: F401 - re-exported
 from .stopping import StoppingRule
 from .store import ContinuationStore  # noqa: F401 - re-exported
@@ -159,6 +159,13 @@ class SamplingConfig:
     reach their answer, and a budget cut labels the continuation null. ``stop`` maps a prompt style (the
     prompt variant the trace was collected with) to its stop strings; ``decoding`` names the decoding
     condition (``default``, or one of ``trajectories.decodings``) that the records carry.
+
+    ``task`` is the task of the batch's questions (a question set has one) and ``answer_cue`` the forced-answer
+    cue of that task: given, or (None) the task's own default (``Task.answer_cue``, resolved here from the
+    registry, :mod:`thinkprobe.tasks`). Only the forced estimator appends a cue, so under any other estimator
+    ``answer_cue`` is None and the settings (:meth:`as_dict`) hold none: a batch's settings hold the cue of its
+    own task only, and only when it uses it. A forced batch whose task has no cue keeps ``answer_cue`` None, and
+    each of its traces is excluded naming the task (:func:`plan_trace`).
     """
 
     n: int = TRAJECTORY_DEFAULTS["n"]
@@ -169,7 +176,8 @@ class SamplingConfig:
     seed: int | None = TRAJECTORY_SAMPLING_DEFAULTS["seed"]
     estimator: str = TRAJECTORY_DEFAULTS["estimator"]
     forced_max_tokens: int = FORCED_DEFAULTS["max_tokens"]
-    answer_cues: Mapping[str, str] = field(default_factory=lambda: dict(DEFAULT_ANSWER_CUES))
+    task: str | None = None
+    answer_cue: str | None = None
     max_reasoning_tokens: int = TRAJECTORY_DEFAULTS["max_reasoning_tokens"]
     stopping: StoppingRule | None = None
     stop: Mapping[str, tuple[str, ...]] = field(default_factory=lambda: dict(DEFAULT_STOP))
@@ -181,12 +189,20 @@ class SamplingConfig:
         if self.n < 1 or self.stride < 1 or self.forced_max_tokens < 1 or (self.max_tokens is not None
                                                                             and self.max_tokens < 1):
             raise ValueError("n, stride, max_tokens (when set) and forced_max_tokens must be >= 1")
+        if self.estimator != "forced":
+            object.__setattr__(self, "answer_cue", None)  # only the forced estimator appends one
+        elif self.answer_cue is None and self.task is not None:
+            from .. import tasks  # here, not at import: the registry is no part of the sampling code
+
+            object.__setattr__(self, "answer_cue", tasks.get(self.task).answer_cue)
 
     @classmethod
     def from_config(cls, cfg: Mapping[str, Any], decoding: str = "default") -> "SamplingConfig":
         """From the config's ``trajectories`` section (see config/schema.yaml); a key left out takes the
-        dataclass default. A ``decoding`` other than ``default`` (the argument, else the section's
-        ``decoding`` key) overlays ``decodings[decoding]`` (temperature, top_p, max_tokens, seed) on
+        dataclass default. ``task`` (the batch's task, which
+        :meth:`thinkprobe.trajectories.batches.TrajectoryJobs.sampling` adds) picks that task's entry of
+        ``forced.answer_cues``, else its default cue. A ``decoding`` other than ``default`` (the argument, else
+        the section's ``decoding`` key) overlays ``decodings[decoding]`` (temperature, top_p, max_tokens, seed) on
         ``sampling`` when the section has ``decodings`` (else ``sampling`` is taken as already overlaid)."""
         d = cls()
         decoding = decoding if decoding != "default" else cfg.get("decoding") or "default"
@@ -201,7 +217,7 @@ class SamplingConfig:
                    max_tokens=s.get("max_tokens", d.max_tokens), seed=s.get("seed", d.seed),
                    estimator=cfg.get("estimator", d.estimator),
                    forced_max_tokens=forced.get("max_tokens", d.forced_max_tokens),
-                   answer_cues={**DEFAULT_ANSWER_CUES, **dict(forced.get("answer_cues") or {})},
+                   task=cfg.get("task"), answer_cue=(forced.get("answer_cues") or {}).get(cfg.get("task")),
                    max_reasoning_tokens=cfg.get("max_reasoning_tokens", d.max_reasoning_tokens), stopping=rule,
                    stop=stop, decoding=decoding)
 
@@ -210,12 +226,18 @@ class SamplingConfig:
         return tuple(self.stop.get(prompt_variant or "", ()))
 
     def as_dict(self) -> dict[str, Any]:
-        return {"n": self.n, "stride": self.stride, "temperature": self.temperature, "top_p": self.top_p,
-                "max_tokens": self.max_tokens, "seed": self.seed, "estimator": self.estimator,
-                "forced_max_tokens": self.forced_max_tokens, "answer_cues": dict(sorted(self.answer_cues.items())),
-                "max_reasoning_tokens": self.max_reasoning_tokens,
-                "stopping": self.stopping.as_dict() if self.stopping else None,
-                "stop": {k: list(v) for k, v in sorted(self.stop.items())}}
+        """The settings that decide a batch's continuations: what its identity, its store digest and its
+        documents hold. The forced estimator's holds ``answer_cue``, the cue of the batch's own task; another
+        estimator's holds no cue (it appends none), so editing a cue changes the settings of that task's forced
+        batches only."""
+        out = {"n": self.n, "stride": self.stride, "temperature": self.temperature, "top_p": self.top_p,
+               "max_tokens": self.max_tokens, "seed": self.seed, "estimator": self.estimator,
+               "forced_max_tokens": self.forced_max_tokens, "max_reasoning_tokens": self.max_reasoning_tokens,
+               "stopping": self.stopping.as_dict() if self.stopping else None,
+               "stop": {k: list(v) for k, v in sorted(self.stop.items())}}
+        if self.estimator == "forced":
+            out["answer_cue"] = self.answer_cue
+        return out
 
 
 @dataclass
@@ -245,7 +267,13 @@ def plan_trace(trace: RealizedTrace, tokenizer, cfg: SamplingConfig, max_model_l
         if cfg.estimator == "forced":
             if trace.task is None:
                 raise TraceError(f"{trace.key}: the forced-answer estimator needs the task of the question")
-            suffix = forced_suffix_ids(tokenizer, trace.task, reasoning.native, cfg.answer_cues)
+            if cfg.task is not None and trace.task != cfg.task:
+                raise TraceError(f"{trace.key}: a question of task {trace.task!r} in a batch of task {cfg.task!r} "
+                                 "(whose answer cue it would be given)")
+            if cfg.answer_cue is None:
+                raise TraceError(f"no answer cue for task {trace.task!r}: give it in "
+                                 f"trajectories.forced.answer_cues ({trace.task}: ...) or in its task file")
+            suffix = forced_suffix_ids(tokenizer, cfg.answer_cue, reasoning.native)
         cps = checkpoints(reasoning, cfg.stride, tokenizer, cfg.max_reasoning_tokens)
     except (TraceError, ValueError) as exc:
         return TracePlan(trace, excluded=str(exc))

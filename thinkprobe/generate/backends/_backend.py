@@ -29,13 +29,15 @@ def _no_problems(name: str, entry: Mapping[str, Any], base: str) -> list[str]:
 class Backend:
     """One model backend.
 
-    ``open(model_cfg)`` opens the engine (importing it lazily: the registry imports no engine). ``keys`` are the
+    ``open(spec)`` opens the engine of a model's :class:`~thinkprobe.generate.modelspec.ModelSpec` (importing it
+    lazily: the registry imports no engine). ``keys`` are the
     keys of a ``models:`` entry this backend reads (keys no backend declares are common to all), ``defaults`` their
     defaults (their one home is :mod:`thinkprobe.generate.defaults`; this names them, never repeats them);
     ``renamed`` its keys that were renamed (old -> new: an entry with the old key is refused naming the new one,
     :func:`thinkprobe.generate.modelspec.entry_problems`).
-    ``settings(model_cfg)`` is the entry's engine settings with those defaults merged (the one merge outside
-    the engines themselves, whose code is sampling code and keeps its own: docs/sampling-store.md), and ``identity_keys`` the settings that change which continuations are sampled, cut or recorded: they
+    ``settings(model_cfg)`` is the entry's engine settings with those defaults merged (the one merge: the spec
+    holds it as ``ModelSpec.settings``, which the engines read), and ``identity_keys`` the settings that change
+    which continuations are sampled, cut or recorded: they
     go into a protected batch's identity (:data:`thinkprobe.protect.PARTS`), performance knobs do not.
 
     Resources: ``gpus(model)`` is the GPUs one generation job asks SLURM for; ``loads_weights`` says the job holds
@@ -52,7 +54,7 @@ class Backend:
 
     name: str
     description: str
-    open: Callable[[Mapping[str, Any]], Engine]
+    open: Callable[[Any], Engine]
     keys: tuple[str, ...] = ()
     renamed: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
     defaults: Mapping[str, Any] = field(default_factory=lambda: MappingProxyType({}))

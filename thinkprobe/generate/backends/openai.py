@@ -14,10 +14,10 @@ from ..defaults import HTTP_DEFAULTS
 from ._backend import Backend
 
 
-def _open(model_cfg: Mapping[str, Any]):
+def _open(spec: Any):
     from ..http_engine import HttpEngine
 
-    return HttpEngine(model_cfg)
+    return HttpEngine(spec)
 
 
 def settings(model_cfg: Mapping[str, Any]) -> dict[str, Any]:

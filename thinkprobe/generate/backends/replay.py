@@ -139,8 +139,9 @@ class ReplayEngine:
         pass
 
 
-def _open(model_cfg: Mapping[str, Any]) -> ReplayEngine:
-    return ReplayEngine(model_cfg)
+def _open(spec: Any) -> ReplayEngine:
+    """The engine of a replay model's spec (it reads the filled entry: a backend file may)."""
+    return ReplayEngine(spec.as_dict())
 
 
 def problems(name: str, entry: Mapping[str, Any], base: str) -> list[str]:

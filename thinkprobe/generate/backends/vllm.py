@@ -17,10 +17,10 @@ from ..defaults import MODEL_DEFAULTS, VLLM_ENGINE_DEFAULTS
 from ._backend import Backend
 
 
-def _open(model_cfg: Mapping[str, Any]):
+def _open(spec: Any):
     from ..vllm_engine import VllmEngine
 
-    return VllmEngine(model_cfg)
+    return VllmEngine(spec)
 
 
 def settings(model_cfg: Mapping[str, Any]) -> dict[str, Any]:
