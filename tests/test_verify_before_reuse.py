@@ -69,7 +69,7 @@ def test_an_altered_finished_document_is_not_reused_but_assembled_again(endpoint
     assert stats["documents_reused"] == 2 and "WARNING" not in log
 
 
-@pytest.mark.fast
+@pytest.mark.slow
 def test_a_finished_document_copied_under_another_key_is_not_reused(endpoint, tmp_path, tok):
     """q2's document, copied over q1's file with its key field rewritten to q1's: the key digest differs."""
     traces = write_traces(tmp_path, tok)
@@ -85,7 +85,7 @@ def test_a_finished_document_copied_under_another_key_is_not_reused(endpoint, tm
     assert _documents(tmp_path, "again.json")["q1"]["unit"]["question_id"] == "q1"
 
 
-@pytest.mark.fast
+@pytest.mark.slow
 def test_an_altered_part_is_sampled_again_and_the_intact_parts_are_reused(endpoint, tmp_path, tok):
     """A part of the continuation store with its answers rewritten: its checkpoints alone are sampled again."""
     traces = write_traces(tmp_path, tok)
