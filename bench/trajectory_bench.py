@@ -421,7 +421,7 @@ def main() -> None:
     from thinkprobe.generate.questions import Question, format_prompt, load_question_set
     from thinkprobe.trajectories.checkpoints import RealizedTrace, engine_tokenizer_id
     from thinkprobe.trajectories.forced import compare_estimators
-    from thinkprobe.trajectories.sampling import (SamplingConfig, label_document, plan_trace, sample_traces)
+    from thinkprobe.trajectories.sampling import (SamplingConfig, label_document, sample_traces, trace_checkpoints)
     from thinkprobe.trajectories.stopping import StoppingRule, stopping_error
 
     source = CORPUS_GSM8K if CORPUS_GSM8K.exists() else DEMO
@@ -445,7 +445,7 @@ def main() -> None:
 
     budget = args.max_tokens or None
     full = SamplingConfig(n=args.n, stride=16, max_tokens=budget, seed=0)
-    plans = [plan_trace(t, tok, full, engine.max_model_len, engine.model, fp) for t in traces]
+    plans = [trace_checkpoints(t, tok, full, engine.max_model_len, engine.model, fp) for t in traces]
     raw_prompts = [p for plan in plans for i, p in enumerate(plan.prompts) if i not in plan.skipped]
     raw_specs = [SamplingSpec(n=args.n, temperature=full.temperature, top_p=full.top_p,
                               max_tokens=min(budget or engine.max_model_len, engine.max_model_len - len(p)),

@@ -19,7 +19,7 @@ from thinkprobe.config import load_schema, validate_config
 from thinkprobe.trajectories.batches import TrajectoryJobs, batch_identity
 from thinkprobe.trajectories.checkpoints import RealizedTrace
 from thinkprobe.trajectories.labelling import continuation_label, label_document
-from thinkprobe.trajectories.sampling import SamplingConfig, plan_trace, store_digest
+from thinkprobe.trajectories.sampling import SamplingConfig, trace_checkpoints, store_digest
 
 from .test_trajectory_sampling import Chars  # one id per character: enough to plan checkpoints
 from .workflow_helpers import REPO, default_config
@@ -120,7 +120,7 @@ def test_a_forced_run_on_a_choice_set_plans_without_extra_config(base_config):
     tok = Chars()
     trace = RealizedTrace("smollm2", "choice_set", "choice-c0", "1", tuple(tok.encode("Q: which?")),
                           tuple(tok.encode("Option B fits, so the answer is B.")), None, None, "choice", "B")
-    plan = plan_trace(trace, tok, cfg, 4096)
+    plan = trace_checkpoints(trace, tok, cfg, 4096)
     assert plan.excluded is None and plan.checkpoints
     assert tok.decode(plan.prompts[0]).endswith("Therefore, the answer is (")
     # its continuations are labelled with that cue, from the document's own settings
@@ -132,10 +132,10 @@ def test_a_batch_of_a_task_without_a_cue_excludes_its_traces_naming_the_task():
     tok = Chars()
     cfg = SamplingConfig(estimator="forced", task="open")
     trace = RealizedTrace("m", "o", "q", "1", (1,), tuple(tok.encode("abc")), None, None, "open", None)
-    assert plan_trace(trace, tok, cfg, 4096).excluded.startswith("no answer cue for task 'open'")
+    assert trace_checkpoints(trace, tok, cfg, 4096).excluded.startswith("no answer cue for task 'open'")
     wrong = SamplingConfig(estimator="forced", task="arc")
     other = RealizedTrace("m", "g", "q", "1", (1,), tuple(tok.encode("abc")), None, None, "gsm8k", "1")
-    assert "a question of task 'gsm8k' in a batch of task 'arc'" in plan_trace(other, tok, wrong, 4096).excluded
+    assert "a question of task 'gsm8k' in a batch of task 'arc'" in trace_checkpoints(other, tok, wrong, 4096).excluded
 
 
 def test_labels_read_the_cue_the_document_was_sampled_with():

@@ -216,18 +216,18 @@ class Chars(_SamplingChars):
 
 def _plans(cfg):
     from thinkprobe.trajectories.checkpoints import RealizedTrace
-    from thinkprobe.trajectories.sampling import plan_trace
+    from thinkprobe.trajectories.sampling import trace_checkpoints
 
     traces = []
     for qid, prompt in (("q1", "Q: 3+4?"), ("q2", "REFUSE Q: 2+2?")):
         comp = "<think>three plus four is seven, so seven</think>The answer is 7."
         traces.append(RealizedTrace("m", "tiny", qid, "1", tuple(map(ord, prompt)), tuple(map(ord, comp)), comp,
                                     None, "gsm8k", "7"))
-    return traces, [plan_trace(t, Chars(), cfg, 4096) for t in traces]
+    return traces, [trace_checkpoints(t, Chars(), cfg, 4096) for t in traces]
 
 
 def test_an_endpoint_outage_is_retried_by_the_next_run_and_a_refusal_is_stored(peers, monkeypatch, tmp_path):
-    from thinkprobe.trajectories.sampling import ContinuationStore, SamplingConfig, sample_plans, store_digest
+    from thinkprobe.trajectories.sampling import ContinuationStore, SamplingConfig, sample_checkpoints, store_digest
 
     p = peers()
     state = {"down": True}
@@ -247,7 +247,7 @@ def test_an_endpoint_outage_is_retried_by_the_next_run_and_a_refusal_is_stored(p
     engine = engine_for(p.url, monkeypatch, max_retries=1)
     store = ContinuationStore(tmp_path / "store", store_digest(cfg, engine), {t.key: t.content_hash() for t in traces})
     with pytest.raises(TransientFailures, match=f"{n_cp[0]} of {sum(n_cp)} checkpoints") as err:
-        sample_plans(engine, plans, cfg, store)
+        sample_checkpoints(engine, plans, cfg, store)
     assert "down for maintenance" in str(err.value)
     # the outage left nothing in the store for q1; the refusal of q2 is stored with its reason
     assert not store.parts(traces[0].key)
@@ -258,7 +258,7 @@ def test_an_endpoint_outage_is_retried_by_the_next_run_and_a_refusal_is_stored(p
     # the endpoint is back: the next run samples exactly the checkpoints of q1, and does not retry q2
     state["down"] = False
     posts = sum(1 for m, _, _ in p.requests if m == "POST")
-    stats = sample_plans(engine, plans, cfg, store)
+    stats = sample_checkpoints(engine, plans, cfg, store)
     assert stats["prefixes"] == n_cp[0]
     assert sum(1 for m, _, _ in p.requests if m == "POST") - posts == n_cp[0]
     ok = store.entries([traces[0].key])

@@ -227,18 +227,18 @@ def test_bad_inputs_are_recorded_not_raised(engine, realized, tmp_path):
 @pytest.mark.engine
 def test_resume_redoes_no_finished_checkpoint(engine, realized, tmp_path):
     """A store holding some finished calls: the rerun samples only the rest and leaves the parts untouched."""
-    from thinkprobe.trajectories.sampling import (ContinuationStore, SamplingConfig, plan_trace, sample_plans,
-                                                  sample_traces, store_digest)
+    from thinkprobe.trajectories.sampling import (ContinuationStore, SamplingConfig, sample_checkpoints,
+                                                  sample_traces, store_digest, trace_checkpoints)
 
     cfg = SamplingConfig(n=2, stride=16, max_tokens=8, seed=5)
     tok = engine.tokenizer()
-    plans = [plan_trace(t, tok, cfg, engine.max_model_len, engine.model, engine_tokenizer_id(engine))
+    plans = [trace_checkpoints(t, tok, cfg, engine.max_model_len, engine.model, engine_tokenizer_id(engine))
              for t in realized]
     assert not any(p.excluded for p in plans)
     store = ContinuationStore(tmp_path / "store", store_digest(cfg, engine), {t.key: t.content_hash() for t in realized})
     first = plans[0]
     # a killed job: only the first trace's calls finished
-    sample_plans(engine, [first], cfg, store, prefixes_per_call=2)
+    sample_checkpoints(engine, [first], cfg, store, prefixes_per_call=2)
     before = {p: p.read_bytes() for p in store.parts(first.trace.key)}
     assert before and not store.parts(plans[1].trace.key)
     docs, stats = sample_traces(engine, realized, cfg, tmp_path / "store", prefixes_per_call=64)

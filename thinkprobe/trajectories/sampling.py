@@ -96,7 +96,7 @@ def sampling_code(stopping: bool, backend: str, estimator: str) -> list[str]:
     other backends and estimators (:data:`BACKEND_CODE`, :data:`ESTIMATOR_CODE`)."""
     own = set(_member_code(BACKEND_CODE, "backend", backend)) | set(_member_code(ESTIMATOR_CODE, "estimator", estimator))
     others = {m for table in (BACKEND_CODE, ESTIMATOR_CODE) for mods in table.values() for m in mods} - own
-    code = [plan_trace, sample_plans, _budget, _seed, _spec, _continuation, continuation_document]
+    code = [trace_checkpoints, sample_checkpoints, _budget, _seed, _spec, _continuation, continuation_document]
     if stopping:
         code += [_labels_for_stopping, StoppingRule]
     entries = [(f.__module__.removeprefix("thinkprobe."), f.__name__) for f in code] + [(m, None) for m in own]
@@ -165,7 +165,7 @@ class SamplingConfig:
     registry, :mod:`thinkprobe.tasks`). Only the forced estimator appends a cue, so under any other estimator
     ``answer_cue`` is None and the settings (:meth:`as_dict`) hold none: a batch's settings hold the cue of its
     own task only, and only when it uses it. A forced batch whose task has no cue keeps ``answer_cue`` None, and
-    each of its traces is excluded naming the task (:func:`plan_trace`).
+    each of its traces is excluded naming the task (:func:`trace_checkpoints`).
     """
 
     n: int = TRAJECTORY_DEFAULTS["n"]
@@ -241,7 +241,7 @@ class SamplingConfig:
 
 
 @dataclass
-class TracePlan:
+class Checkpoints:
     """One trace's checkpoints and prompts, or the reason it is excluded."""
 
     trace: RealizedTrace
@@ -257,8 +257,8 @@ class TracePlan:
         return (self.trace.extra or {}).get("prompt_variant")
 
 
-def plan_trace(trace: RealizedTrace, tokenizer, cfg: SamplingConfig, max_model_len: int,
-               model: str | None = None, fingerprint: str | None = None) -> TracePlan:
+def trace_checkpoints(trace: RealizedTrace, tokenizer, cfg: SamplingConfig, max_model_len: int,
+                      model: str | None = None, fingerprint: str | None = None) -> Checkpoints:
     """Reasoning, checkpoints and the prompt of every checkpoint; never raises for bad input."""
     try:
         check_tokenizer(trace, tokenizer, model, fingerprint)
@@ -276,9 +276,9 @@ def plan_trace(trace: RealizedTrace, tokenizer, cfg: SamplingConfig, max_model_l
             suffix = forced_suffix_ids(tokenizer, cfg.answer_cue, reasoning.native)
         cps = checkpoints(reasoning, cfg.stride, tokenizer, cfg.max_reasoning_tokens)
     except (TraceError, ValueError) as exc:
-        return TracePlan(trace, excluded=str(exc))
+        return Checkpoints(trace, excluded=str(exc))
     base = trace.prompt_ids + reasoning.head
-    plan = TracePlan(trace, reasoning, cps)
+    plan = Checkpoints(trace, reasoning, cps)
     for cp in cps:
         prompt = base + reasoning.tokens[:cp.prefix_tokens] + suffix
         plan.prompts.append(prompt)
@@ -300,9 +300,9 @@ def _labels_for_stopping(entry: Mapping[str, Any], task: str | None, cfg: Sampli
     return [continuation_label(c, task, cfg, entry.get("native", False), stop=stop) for c in entry["continuations"]]
 
 
-def sample_plans(engine, plans: Sequence[TracePlan], cfg: SamplingConfig, store: ContinuationStore,
-                 prefixes_per_call: int = 64, log: Callable[[str], None] | None = None,
-                 labels: Callable[..., list] | None = None) -> dict[str, Any]:
+def sample_checkpoints(engine, plans: Sequence[Checkpoints], cfg: SamplingConfig, store: ContinuationStore,
+                       prefixes_per_call: int = 64, log: Callable[[str], None] | None = None,
+                       labels: Callable[..., list] | None = None) -> dict[str, Any]:
     """Sample every missing continuation of ``plans`` through ``engine``, persisting each call in ``store``.
 
     ``labels(entry, task, cfg, stop)`` labels a checkpoint's continuations for sequential stopping (needed
@@ -326,7 +326,7 @@ def sample_plans(engine, plans: Sequence[TracePlan], cfg: SamplingConfig, store:
     failed: dict[tuple[str, int], str] = {}  # transient faults of this run: not stored, not retried in it
     while True:
         done = store.entries(keys)
-        todo: list[tuple[TracePlan, int, int]] = []
+        todo: list[tuple[Checkpoints, int, int]] = []
         for plan in plans:
             if plan.excluded:
                 continue
@@ -489,7 +489,7 @@ def _calls(todo: list, size: int) -> list[list]:
     return calls
 
 
-def continuation_document(plan: TracePlan, entries: Mapping[tuple[str, int], Mapping[str, Any]],
+def continuation_document(plan: Checkpoints, entries: Mapping[tuple[str, int], Mapping[str, Any]],
                           cfg: SamplingConfig, prov: Mapping[str, Any]) -> dict[str, Any]:
     """The per-trace output (``results/continuations/...json``): every checkpoint with its raw continuations."""
     t = plan.trace
@@ -568,10 +568,10 @@ def sample_traces(engine, traces: Sequence[RealizedTrace], cfg: SamplingConfig, 
     """
     tok = engine.tokenizer()
     fp = engine_tokenizer_id(engine)
-    plans = [plan_trace(t, tok, cfg, engine.max_model_len, engine.model, fp) for t in traces]
+    plans = [trace_checkpoints(t, tok, cfg, engine.max_model_len, engine.model, fp) for t in traces]
     store = ContinuationStore(store_dir, store_digest(cfg, engine, identity),
                               {t.key: t.content_hash() for t in traces}, log=log)
-    stats = sample_plans(engine, plans, cfg, store, prefixes_per_call, log,
+    stats = sample_checkpoints(engine, plans, cfg, store, prefixes_per_call, log,
                          labels=_labels_for_stopping if cfg.stopping is not None else None)
     entries = store.entries([p.trace.key for p in plans if not p.excluded])
     prov = sampling_provenance(engine, cfg, fp)
