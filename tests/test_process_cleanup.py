@@ -103,6 +103,51 @@ time.sleep(300)
     assert not Path(info["scratch"]).exists()
 
 
+@pytest.mark.fast
+def test_a_process_the_job_started_before_its_engine_is_not_the_engines(tmp_path):
+    """A job's child that is older than the watchdog (a server a test session keeps, a helper the job started
+    first) is not recorded: it is not killed with the engine's processes when the job dies, and it does not keep
+    the record in /dev/shm (a record that listed it was rewritten, not removed, while it ran)."""
+    proc, info = _job(f"""
+import json, os, subprocess, time
+from thinkprobe.generate import reaper
+old = subprocess.Popen(["sleep", "300"])
+time.sleep(0.05)  # a clock tick or more: the old child is older than the watchdog
+watchdog = reaper.start(None)
+engine = subprocess.Popen(["sleep", "300"])
+deadline = time.time() + 30
+while time.time() < deadline:
+    try:
+        with open(watchdog.record) as fh:
+            if str(engine.pid) in json.load(fh)["processes"]:
+                break
+    except (OSError, ValueError):
+        pass
+    time.sleep(0.05)
+print("READY", json.dumps({{"old": old.pid, "engine": engine.pid, "record": watchdog.record}}), flush=True)
+time.sleep(300)
+""", tmp_path)
+    old = {info["old"]: _stat(info["old"])[1]}
+    try:
+        record = json.loads(Path(info["record"]).read_text())
+        assert str(info["engine"]) in record["processes"] and str(info["old"]) not in record["processes"]
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait()
+        assert _wait_gone({info["engine"]: record["processes"][str(info["engine"])]}, 15) == []
+        deadline = time.time() + 15
+        while os.path.exists(info["record"]) and time.time() < deadline:
+            time.sleep(0.1)
+        assert not os.path.exists(info["record"])
+        assert _alive(old) == [info["old"]]  # not the engine's: left alone
+    finally:  # nothing of the test outlives it, whether it passed or not
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)  # the watchdog too: the next job's sweep cleans its record
+            proc.wait()
+            _sweep()
+        for pid in _alive(old):
+            os.kill(pid, signal.SIGKILL)
+
+
 # A child process that holds shared memory the way vLLM's engine core does: a segment it created and one it
 # attached to (argv[1], another process's), a named semaphore, and a joblib-style semaphore it created and
 # closed (``sem.loky-<pid>-*``: only its name says whose it is). Python's resource tracker is told to forget

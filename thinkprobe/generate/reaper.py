@@ -10,7 +10,9 @@ in ``/dev/shm`` (memory of the node) until someone removed them. :func:`start` f
 the engine starts:
 
 * it asks the kernel for a signal when its parent (the job) dies (``PR_SET_PDEATHSIG``, Linux);
-* meanwhile, twice a second, it records the job's descendants (pid and start time, from ``/proc``) and the
+* meanwhile, twice a second, it records the job's descendants that started after the watchdog (pid and start
+  time, from ``/proc``: a process the job had started before is not the engine's, and a record that listed it
+  could neither be cleaned while it runs nor kill it rightly when the job dies) and the
   new ``/dev/shm`` entries they map or hold open (by inode, from ``/proc/<pid>/maps`` and ``fd``: a semaphore is
   mapped under a temporary name), or that carry their pid in their name (joblib's ``sem.loky-<pid>-*``,
   torch's ``torch_<pid>_*``: created and closed at once, mapped by nobody); the record is a small JSON file
@@ -210,8 +212,9 @@ def _observe(record: dict[str, Any], roots: list[int], me: int, names: set[str] 
     """Add the live descendants of ``roots`` to ``record``, and those of the /dev/shm entries ``names`` (all
     when None) that the job's processes map, hold or name; whether anything new was seen."""
     before = (len(record["processes"]), len(record["segments"]))
+    since = record["watchdog"][1]  # the engine's processes start after its watchdog; older ones are not its
     for root in roots:
-        record["processes"].update({p: s for p, s in descendants(root).items() if p != me})
+        record["processes"].update({p: s for p, s in descendants(root).items() if p != me and s >= since})
     if names is None or names:
         job_pid, job_start = record["job"]
         live = {p for p, s in record["processes"].items() if alive(p, s)}
