@@ -16,7 +16,7 @@ build (the HTML from the analysed data, written to disk) is the median of 5 buil
 The report pages: the metrics table of 5,000 rows (the analysed traces' metrics repeated under distinct
 ids, every trace id linked to a page, the id columns of the study's table) written by
 `stages.tables.html_table` as the `report_tables` rule writes it, and one model's summary page
-(`view.summary.model_page`: the radar, 3 mechanisms, an exclusion table, 3 trace links); medians of 5.
+(`view.model_page.model_page`: the radar, 3 mechanisms, an exclusion table, 3 trace links); medians of 5.
 """
 
 from __future__ import annotations
@@ -65,7 +65,7 @@ def main() -> None:
     from thinkprobe.encoder import load_encoder
     from thinkprobe.params import Params
     from thinkprobe.text import count_tokens
-    from thinkprobe.view.page import typed_arcs, write_page
+    from thinkprobe.view.trace_page import typed_arcs, write_page
     from thinkprobe.stages.page_sources import page_from_trace
 
     chromium = shutil.which("chromium")
@@ -128,7 +128,7 @@ def report_pages(analysed, tmp: Path) -> list[tuple[str, str]]:
 
     from thinkprobe.outputs import provenance, write_table
     from thinkprobe.stages.tables import ID_COLUMNS, html_table
-    from thinkprobe.view.summary import model_page
+    from thinkprobe.view.model_page import model_page
     from thinkprobe.vocabulary import DIMENSIONS, METRIC_NAMES
 
     records = []

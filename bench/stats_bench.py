@@ -24,7 +24,7 @@ from thinkprobe.stats import confound, correlation, cycles, discriminability, po
 from thinkprobe.stats.claims import claims_table
 from thinkprobe.study.snapshot import study_config
 from thinkprobe.stages.stats import rule_params
-from thinkprobe.stats.summary import SNAPSHOT_TABLES
+from thinkprobe.stats.results_text import SNAPSHOT_TABLES
 from thinkprobe.stages.unitfiles import read_unit
 
 

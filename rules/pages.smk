@@ -1,9 +1,9 @@
 # Trace pages (`thinkprobe show` in the workflow): one self-contained HTML page per sampled unit, in the
 # report's category "Traces" (one subcategory per model) and linked from the metrics table. The sample is
-# fixed at planning (PLAN.page_units: thinkprobe.stages.pages.page_units): the first `pages.per_model` units of each model
+# fixed at planning (PLAN.page_units: thinkprobe.stages.trace_pages.page_units): the first `pages.per_model` units of each model
 # and, with `pages.trajectories`, every unit with an answer-distribution trajectory.
 
-from thinkprobe.stages import pages as _pages
+from thinkprobe.stages import trace_pages as _pages
 
 PAGES = config["pages"]
 # `all` asks for the pages job's index, not for every page: a target list of N pages against a job of N literal

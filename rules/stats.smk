@@ -6,7 +6,7 @@
 
 from thinkprobe import rulebook as _rulebook
 from thinkprobe.stages.stats import rule_params as _stats_rule_params
-from thinkprobe.stats.summary import SNAPSHOT_TABLES as _SUMMARY_TABLES
+from thinkprobe.stats.results_text import SNAPSHOT_TABLES as _SUMMARY_TABLES
 
 STATS = config["stats"]
 # the rules' parameters, assembled in one place (thinkprobe.stages.stats.rule_params): the 5D-CP dimension

@@ -15,7 +15,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from thinkprobe.stats import claims, register, summary
+from thinkprobe.stats import claims, register, results_text
 from thinkprobe.stats.multiplicity import page_pvalues
 
 
@@ -105,7 +105,7 @@ def computed() -> pd.DataFrame:
     kinds do not depend on it), so these tests hold before and after the snapshot is re-taken."""
     if not (SNAPSHOT / "metrics.parquet").exists():
         pytest.skip("no snapshot")
-    return claims.claims_table(summary.load_tables(SNAPSHOT), pd.read_parquet(SNAPSHOT / "metrics.parquet"),
+    return claims.claims_table(results_text.load_tables(SNAPSHOT), pd.read_parquet(SNAPSHOT / "metrics.parquet"),
                                pd.read_parquet(SNAPSHOT / "cycles.parquet"),
                                pd.read_parquet(SNAPSHOT / "ablation_traces.parquet"), b=60, seed=1, level=0.95,
                                alpha=0.05)
@@ -117,7 +117,7 @@ def snap_tables(computed) -> dict[str, pd.DataFrame]:
     claims (:func:`computed`) and the length-partialled effects (a smaller permutation null than the study's)."""
     from thinkprobe.stats.confound import length_partialled_effects
 
-    t = summary.load_tables(SNAPSHOT)
+    t = results_text.load_tables(SNAPSHOT)
     perm = {"B": 999, "seed": 42, "units": {"model": "within_prompts", "domain": "prompts"}}
     return {**t, "claims": computed,
             "length_partial": length_partialled_effects(pd.read_parquet(SNAPSHOT / "metrics.parquet"),
@@ -142,7 +142,7 @@ def test_the_headline_counts_are_the_register_verdicts(computed, snap_tables, tm
     d = tmp_path / "snap"
     shutil.copytree(SNAPSHOT, d)
     computed.to_parquet(d / "claims.parquet")
-    from thinkprobe.stats.pages import headline_block
+    from thinkprobe.stats.page_blocks import headline_block
 
     text = headline_block(d, "docs/results/corpus-study")
     assert f"{c['replications']} can be tested here: **{c[claims.REPLICATES]} replicate" in text
@@ -175,7 +175,7 @@ def test_an_identity_is_never_counted_and_has_no_p(computed, snap_tables):
     assert set(register.ranking_identities("app_g")) == {"Depth", "Efficiency"}
     inv = json.loads(computed.set_index("key").loc["s7_rankings_invariant", "criteria"])[0]
     assert any("Depth" in x for x in inv["identities"])
-    text = summary.markdown(snap_tables)
+    text = results_text.markdown(snap_tables)
     rank = next(line for line in text.splitlines() if "equal vs PCA-weighted" in line)
     assert "Depth 1.00 (rho = 1 by construction: an identity, no p)" in rank
     assert ("aggregation_robustness", "model", "Depth", "exact Spearman") not in {
@@ -191,18 +191,18 @@ def test_the_page_correction_is_statsmodels_holm_over_every_p_value_it_shows(sna
     assert len(page) >= len(k) + int(k.p_friedman.notna().sum()) + len(snap_tables["length_partial"]) - 2
     expected = multipletests(page.p.to_numpy(), method="holm")[1]
     np.testing.assert_allclose(page.p_holm.to_numpy(), expected, rtol=0, atol=1e-12)
-    text = summary.markdown(snap_tables)
+    text = results_text.markdown(snap_tables)
     assert f"**Every p-value on this page ({len(page)}:" in text
     assert f"{int((page.p_holm < 0.05).sum())} stay below 0.05" in text
     floor = 1 / (int(k.B.iloc[0]) + 1)
     at_floor = page[page.bound]
     assert len(at_floor) and (at_floor.p <= floor * (1 + 1e-9)).all()
-    assert f"<= {summary._p(floor)}" in text  # a p at the permutation floor is printed as a bound
+    assert f"<= {results_text._p(floor)}" in text  # a p at the permutation floor is printed as a bound
 
 
 @pytest.mark.slow
 def test_disagreeing_tests_of_one_effect_are_named(snap_tables):
-    text = summary.markdown(snap_tables)
+    text = results_text.markdown(snap_tables)
     line = next(x for x in text.splitlines() if x.startswith("Tests of the same model effect that disagree"))
     km = snap_tables["kruskal"]
     km = km[km.grouping == "model"]

@@ -237,7 +237,7 @@ for target in json.loads(sys.argv[1]):
 print("EDITS " + json.dumps(out))
 '''
 
-EDITED = ["metrics", "traces", "stats.cycles", "trajectories.labelling", "view.page", "lexicons/cues.tsv",
+EDITED = ["metrics", "traces", "stats.cycles", "trajectories.labelling", "view.trace_page", "lexicons/cues.tsv",
           "generate.engine", "stages.unitfiles", "profile"]
 
 
@@ -265,7 +265,7 @@ def test_editing_a_module_changes_the_hash_of_exactly_the_scripts_that_use_it(ed
     ("traces", {"segment.py", "graph.py", "import_traces.py"}, {"stats_kruskal.py", "traj_tables.py"}),
     ("stats.cycles", {"stats_cycles.py"}, {"stats_kruskal.py", "graph.py", "segment.py"}),
     ("trajectories.labelling", {"traj_label.py"}, {"graph.py", "stats_kruskal.py"}),
-    ("view.page", {"trace_pages.py"}, {"graph.py", "stats_kruskal.py", "traj_label.py"}),
+    ("view.trace_page", {"trace_pages.py"}, {"graph.py", "stats_kruskal.py", "traj_label.py"}),
     # the learned typer's cue features read the packaged lexicons (thinkprobe.learned_typer)
     ("lexicons/cues.tsv", {"segment.py", "graph.py"}, {"stats_kruskal.py"}),
     ("generate.engine", {"collect.py"}, {"graph.py", "segment.py"}),

@@ -48,6 +48,27 @@ PLACED = {
     "thinkprobe.protect": "trajectories",
 }
 
+# A module's last name says which module it is (docs/glossary.md): it repeats in another package only as the
+# rule body (``stages/<x>``) or the subcommand (``commands/<x>``) of the module or command of that name, or as one
+# of the names each package may have its own of.
+MIRRORS = ("stages", "commands")
+OWN_OF_EACH = {
+    "config_checks": "a section's checks that the schema names (``x-checks-from``), one per section's package",
+    "figures": "the figures of an analysis package (its package says whose)",
+}
+
+
+def repeated_names(root: Path, mirrors=MIRRORS, own=OWN_OF_EACH) -> dict[str, list[str]]:
+    """Last name -> its modules, for every name that more than one module outside ``mirrors`` carries and that
+    ``own`` does not list (packages' ``__init__`` excluded)."""
+    by_name: dict[str, list[str]] = {}
+    for module, (_, is_package) in _modules(root).items():
+        parts = module.split(".")
+        if not is_package and not (len(parts) > 2 and parts[1] in mirrors):
+            by_name.setdefault(parts[-1], []).append(module)
+    return {name: sorted(ms) for name, ms in sorted(by_name.items()) if len(ms) > 1 and name not in own}
+
+
 def _modules(root: Path) -> dict[str, tuple[Path, bool]]:
     """Dotted module name -> (source file, is a package) for every ``.py`` under the package folder ``root``."""
     found = {}
@@ -237,6 +258,24 @@ def test_the_layers_name_exactly_the_packages_there_are(graph):
     assert named == _subpackages(graph)
     for module, package in PLACED.items():
         assert module in graph and not module.startswith(f"thinkprobe.{package}."), module
+
+
+def test_no_module_name_repeats_with_another_meaning():
+    """Three ``summary``, ``pages`` and ``figures`` modules with different meanings were renamed (issue 34,
+    docs/changes.md); a new module that takes another's name fails here, naming both."""
+    assert not repeated_names(PACKAGE_DIR), repeated_names(PACKAGE_DIR)
+
+
+def test_a_repeated_module_name_is_found_and_the_conventions_are_not(tmp_path):
+    root = _package(tmp_path, {
+        "summary.py": "", "view/__init__.py": "", "view/summary.py": "",  # two meanings of one name
+        "stages/__init__.py": "", "stages/summary.py": "", "commands/__init__.py": "", "commands/summary.py": "",
+        "stats/__init__.py": "", "stats/figures.py": "", "view/figures.py": "",
+    })
+    assert repeated_names(root) == {"summary": ["pkg.summary", "pkg.view.summary"]}
+    (root / "view" / "summary.py").unlink()
+    assert repeated_names(root) == {}
+    assert repeated_names(root, own={}) == {"figures": ["pkg.stats.figures", "pkg.view.figures"]}
 
 
 def _package(tmp_path: Path, files: dict[str, str]) -> Path:

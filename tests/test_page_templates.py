@@ -6,7 +6,7 @@ One hostile trace (``<script>alert(1)</script>`` as its id and model, and in its
 payloads that would set ``window.__pwned``: a script, an ``onerror`` handler, a quote that leaves an attribute)
 is analysed for real and written as a trace page (with a trajectory whose answer labels and mechanism carry
 the same payloads), as a row of a report table page (``stages.tables.html_table``, its id linked to its page)
-and as a model summary (``view.summary.write_model_pages``). The HTML must hold each payload escaped and no
+and as a model summary (``view.model_page.write_model_pages``). The HTML must hold each payload escaped and no
 markup of it; a real chromium must show the payloads as text, open no dialog, and leave ``window.__pwned``
 unset after the pointer went over every unit and every checkpoint column.
 """
@@ -56,9 +56,9 @@ def pages(tmp_path_factory, encoder):
     from thinkprobe.outputs import write_table
     from thinkprobe.params import Params
     from thinkprobe.stages.tables import html_table
-    from thinkprobe.view.page import write_page
+    from thinkprobe.view.trace_page import write_page
     from thinkprobe.stages.page_sources import page_from_trace
-    from thinkprobe.view.summary import write_model_pages
+    from thinkprobe.view.model_page import write_model_pages
 
     root = tmp_path_factory.mktemp("hostile")
     trace = root / "trace.json"

@@ -363,8 +363,9 @@ def test_the_session_end_check_reports_what_a_session_leaves_in_shared_memory(tm
 
 @pytest.mark.fast
 def test_what_a_live_engine_owns_is_not_a_leftover_and_a_dead_ones_record_is():
-    """reaper.live_owned, which the session-end check leaves out: the record of a job that still runs (another
-    session's engine) and the segments it lists are owned; a record whose job and watchdog are gone is not."""
+    """reaper.live_owned, which the session-end check leaves out: the record of a watchdog that still runs
+    (another session's engine, or one still cleaning after its job) and the segments it lists are owned; a
+    record whose watchdog is gone is not, even while its job runs (nobody would remove it)."""
     if not os.path.isdir(SHM):
         pytest.skip(f"no {SHM} on this system")
     from thinkprobe.generate.reaper import live_owned
@@ -373,16 +374,17 @@ def test_what_a_live_engine_owns_is_not_a_leftover_and_a_dead_ones_record_is():
     dead = subprocess.Popen([sys.executable, "-c", "pass"])
     dead.wait()
     gone = [dead.pid, 1]  # a pid that exited, with a start time no process of that pid has
-    names = {"live": f"{RECORD_PREFIX}{os.getpid()}-live.json", "dead": f"{RECORD_PREFIX}{os.getpid()}-dead.json"}
+    names = {kind: f"{RECORD_PREFIX}{os.getpid()}-{kind}.json" for kind in ("live", "dead", "orphan")}
     segment = f"psm_thinkprobe_owned_{os.getpid()}"
     try:
-        for kind, job in (("live", me), ("dead", gone)):
-            segments = [segment] if kind == "live" else ["psm_x"]
-            Path(SHM, names[kind]).write_text(json.dumps({"job": job, "watchdog": gone, "uid": os.getuid(),
+        for kind, job, watchdog, segments in (("live", gone, me, [segment]), ("dead", gone, gone, ["psm_x"]),
+                                              ("orphan", me, gone, ["psm_y"])):
+            Path(SHM, names[kind]).write_text(json.dumps({"job": job, "watchdog": watchdog, "uid": os.getuid(),
                                                           "processes": {}, "segments": segments}))
         owned = live_owned()
         assert names["live"] in owned and segment in owned
         assert names["dead"] not in owned and "psm_x" not in owned
+        assert names["orphan"] not in owned and "psm_y" not in owned  # its job runs, its watchdog is gone
     finally:
         for name in names.values():
             Path(SHM, name).unlink(missing_ok=True)

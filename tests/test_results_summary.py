@@ -1,4 +1,4 @@
-"""The generated results (thinkprobe/stats/summary.py, claims.py, pages.py, thinkprobe/study/snapshot.py): every results block of
+"""The generated results (thinkprobe/stats/results_text.py, claims.py, page_blocks.py, thinkprobe/study/snapshot.py): every results block of
 the README and the docs is the output of the code for a committed snapshot, so a number changed by hand fails;
 prose outside the blocks holds no number; the snapshot is current (or the test names its stale tables and the
 command that re-takes it); its statistics re-derived twice from its per-trace tables are identical, and equal to
@@ -17,7 +17,7 @@ import pytest
 
 from thinkprobe.metrics import METRIC_NAMES
 from thinkprobe.profile import trace_profiles
-from thinkprobe.stats import register, ablation, claims, confound, cycles, discriminability, pages, robustness, summary
+from thinkprobe.stats import register, ablation, claims, confound, cycles, discriminability, page_blocks, results_text, robustness
 from thinkprobe.study import retake, snapshot
 
 
@@ -29,31 +29,31 @@ RETAKE = f"thinkprobe summary --retake {snapshot.DEFAULT_SNAPSHOT} --corpus CORP
 # ----------------------------------------------------------------------------- the committed pages and snapshot
 
 @pytest.mark.fast
-@pytest.mark.parametrize("page", pages.DEFAULT_PAGES)
+@pytest.mark.parametrize("page", page_blocks.DEFAULT_PAGES)
 def test_every_results_block_of_the_pages_is_generated_from_the_snapshot(page):
     text = (ROOT / page).read_text(encoding="utf-8")
-    found = pages.blocks(text)
+    found = page_blocks.blocks(text)
     assert found, f"{page} has no <!-- results:KIND DIR --> block"
     assert {f for _, f, *_ in found} == {snapshot.DEFAULT_SNAPSHOT}
     for kind, folder, body, *_ in found:
-        assert body == pages.render(kind, folder, ROOT, page), (
+        assert body == page_blocks.render(kind, folder, ROOT, page), (
             f"{page}: the {kind} block differs from what the code computes for {folder}; run "
             "`thinkprobe summary --pages` (and commit), or re-take the snapshot if its tables are stale")
 
 
 @pytest.mark.fast
 def test_the_readme_keeps_a_short_headline_and_the_results_page_the_rest():
-    readme = pages.blocks((ROOT / "README.md").read_text(encoding="utf-8"))
+    readme = page_blocks.blocks((ROOT / "README.md").read_text(encoding="utf-8"))
     assert [k for k, *_ in readme] == ["headline"] and len(readme[0][2].splitlines()) <= 8
     assert "docs/results.md" in readme[0][2]
-    kinds = {k for k, *_ in pages.blocks((ROOT / "docs/results.md").read_text(encoding="utf-8"))}
+    kinds = {k for k, *_ in page_blocks.blocks((ROOT / "docs/results.md").read_text(encoding="utf-8"))}
     assert {"headline", "summary", "reading", "ablation-sets", "retake"} <= kinds
 
 
 @pytest.mark.fast
 @pytest.mark.parametrize("page", ["docs/results.md", "docs/statistics.md"])
 def test_prose_outside_the_generated_blocks_prints_no_number(page):
-    bad = pages.unexplained_numbers((ROOT / page).read_text(encoding="utf-8"))
+    bad = page_blocks.unexplained_numbers((ROOT / page).read_text(encoding="utf-8"))
     assert not bad, f"{page}: a number outside a generated block (generate it, or write it without one): {bad}"
 
 
@@ -61,13 +61,13 @@ def test_prose_outside_the_generated_blocks_prints_no_number(page):
 def test_a_number_changed_by_hand_fails():
     for page in ("README.md", "docs/results.md"):
         text = (ROOT / page).read_text(encoding="utf-8")
-        kind, folder, body, start, end = pages.blocks(text)[0]
+        kind, folder, body, start, end = page_blocks.blocks(text)[0]
         i = next(i for i, ch in enumerate(body) if ch.isdigit())
         forged = body[:i] + str((int(body[i]) + 1) % 10) + body[i + 1:]
-        assert forged != pages.render(kind, folder, ROOT, page)
-        assert pages.regenerate(text.replace(body, forged, 1), ROOT, page) == text  # regenerating restores it
-    assert pages.unexplained_numbers("We analysed 500 traces.\n") == ["We analysed 500 traces."]
-    assert pages.unexplained_numbers("R1-distill and L6-v2 in App. H.4, Table 6, sections 5.2-5.3.\n") == []
+        assert forged != page_blocks.render(kind, folder, ROOT, page)
+        assert page_blocks.regenerate(text.replace(body, forged, 1), ROOT, page) == text  # regenerating restores it
+    assert page_blocks.unexplained_numbers("We analysed 500 traces.\n") == ["We analysed 500 traces."]
+    assert page_blocks.unexplained_numbers("R1-distill and L6-v2 in App. H.4, Table 6, sections 5.2-5.3.\n") == []
 
 
 @pytest.mark.fast
@@ -81,7 +81,7 @@ def test_the_snapshot_holds_the_per_trace_tables_and_its_summary():
                                                                         for s, *_ in snapshot.ABLATION_SETS]
     size = sum(p.stat().st_size for p in SNAPSHOT.iterdir())
     assert size < 2_000_000, f"{SNAPSHOT}: {size} bytes; a snapshot holds small tables only"
-    assert (SNAPSHOT / "summary.md").read_text(encoding="utf-8") == pages.render("summary", snapshot.DEFAULT_SNAPSHOT,
+    assert (SNAPSHOT / "summary.md").read_text(encoding="utf-8") == page_blocks.render("summary", snapshot.DEFAULT_SNAPSHOT,
                                                                                  ROOT)
 
 
@@ -203,8 +203,8 @@ def study_tables(tmp_path_factory) -> Path:
 @pytest.mark.fast
 def test_summary_rows_name_their_tables_and_the_paper(study_tables):
     d = study_tables
-    text = summary.summary_text(d)
-    rows = summary.headline(summary.load_tables(d))
+    text = results_text.summary_text(d)
+    rows = results_text.headline(results_text.load_tables(d))
     tables = {r[3] for r in rows}
     assert {"kruskal", "model_vs_domain", "cycles_summary", "length_excluded", "aggregation_robustness",
             "ablation", "agreement"} <= {t for s in tables for t in s.split(", ")}
@@ -220,8 +220,8 @@ def test_summary_rows_name_their_tables_and_the_paper(study_tables):
 
 @pytest.mark.slow
 def test_capped_cycle_counts_are_lower_bounds(tmp_path, study_tables):
-    exact = summary.summary_text(study_tables)
-    bound = summary.summary_text(_tables(tmp_path / "b", capped=True))
+    exact = results_text.summary_text(study_tables)
+    bound = results_text.summary_text(_tables(tmp_path / "b", capped=True))
     assert "none capped" in exact and ">= " not in exact.split("cycles per trace")[1].split("\n")[0]
     line = bound.split("cycles per trace")[1].split("\n")[0]
     assert "1 capped: counts are lower bounds" in line and "mean >= " in line and "max >= " in line
@@ -251,7 +251,7 @@ def test_replications_can_replicate_fail_or_be_inconclusive(tmp_path):
 @pytest.mark.fast
 def test_identity_violations_are_bugs_and_never_counted(study_tables):
     d = study_tables
-    t = summary.load_tables(d)
+    t = results_text.load_tables(d)
     le = t["length_excluded"].copy()
     le.loc[le.dimension == "Breadth", "delta"] = 0.05  # a length exclusion that changed Breadth: a bug
     rows = claims.identity_rows({**t, "length_excluded": le}, pd.read_parquet(d / "ablation_traces.parquet"))
@@ -264,7 +264,7 @@ def test_identity_violations_are_bugs_and_never_counted(study_tables):
 def test_estimates_are_the_values_of_the_statistics_tables(study_tables):
     """The checks recompute their statistics from the per-trace tables: on all rows, the tables' own values."""
     d = study_tables
-    t = summary.load_tables(d)
+    t = results_text.load_tables(d)
     c = t["claims"].set_index("key")
 
     def crit(key: str, i: int) -> float:
@@ -290,10 +290,10 @@ def test_snapshot_replace_rederive_and_cli(tmp_path, monkeypatch, study_tables):
     results = d.parent
     out = subprocess.run([sys.executable, "-m", "thinkprobe.cli", "summary", str(d)], capture_output=True, text=True)
     assert out.returncode == 0, out.stderr
-    assert out.stdout == summary.summary_text(d)
+    assert out.stdout == results_text.summary_text(d)
     snap = tmp_path / "docs" / "run1"
     snapshot.snapshot(results, snap, "snakemake --cores 2", root=ROOT)
-    run = summary.read_run(snap)
+    run = results_text.read_run(snap)
     assert run["name"] == "run1" and run["command"] == "snakemake --cores 2" and len(run["date"]) == 10
     assert set(run["code"]) == set(snapshot.TABLE_CHAINS)
     assert {"metrics.parquet", "cycles.parquet", "ablation_traces.parquet"} <= {p.name for p in snap.iterdir()}
@@ -301,7 +301,7 @@ def test_snapshot_replace_rederive_and_cli(tmp_path, monkeypatch, study_tables):
     with pytest.raises(FileExistsError, match="already there"):
         snapshot.snapshot(results, snap, "again", root=ROOT)
     snapshot.snapshot(results, snap, "again", replace=True, root=ROOT)
-    assert summary.read_run(snap)["command"] == "again" and not list(snap.parent.glob(".run1*"))
+    assert results_text.read_run(snap)["command"] == "again" and not list(snap.parent.glob(".run1*"))
     assert snapshot.stale_tables(snap, ROOT) == []
     tampered = dict(run, code={**run["code"], "kruskal": "0" * 64})
     (snap / "run.json").write_text(json.dumps(tampered))
@@ -309,11 +309,11 @@ def test_snapshot_replace_rederive_and_cli(tmp_path, monkeypatch, study_tables):
     page = tmp_path / "page.md"
     page.write_text("intro\n<!-- results:headline run1 -->\nstale 0.999\n<!-- /results -->\nend\n")
     monkeypatch.chdir(tmp_path / "docs")
-    assert pages.update_pages(("../page.md",)) == 1
+    assert page_blocks.update_pages(("../page.md",)) == 1
     text = page.read_text()
     assert "stale" not in text and "replicate" in text and text.endswith("<!-- /results -->\nend\n")
     with pytest.raises(FileNotFoundError, match="no kruskal.parquet"):
-        summary.load_tables(tmp_path)
+        results_text.load_tables(tmp_path)
 
 
 @pytest.mark.fast

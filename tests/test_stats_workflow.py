@@ -127,7 +127,7 @@ def test_permutation_nulls_and_package_versions_in_the_tables(ran):
 
 
 def test_headline_summary_reads_the_tables(ran):
-    from thinkprobe.stats.summary import headline, load_tables, summary_text
+    from thinkprobe.stats.results_text import headline, load_tables, summary_text
 
     rows = headline(load_tables(ran / "results" / "stats"))
     findings = [r[0] for r in rows]

@@ -16,7 +16,7 @@ import pytest
 from .conftest import corpus_path, require
 from thinkprobe.graph import NODE_TYPES
 from thinkprobe.stats.agreement import Segmentation, agreement
-from thinkprobe.validity import formats, mapping, page
+from thinkprobe.validity import formats, mapping, run_page
 from thinkprobe.validity.annotation import AnnotatedTrace, Unit, check_offsets
 from thinkprobe.validity.compare import cohen_kappa, outcome_draws
 from thinkprobe.validity.run import validate
@@ -169,7 +169,7 @@ def test_validate_on_the_small_examples_reports_every_part(encoder, params):
     assert set(s["edges"]) == {"ANY"} and s["edges"]["ANY"]["n_ref"] >= 1
     assert "TU starts" in s["outcome"] and "annotated uncertainty_management" in s["outcome"]
     assert s["outcome"]["annotated uncertainty_management"]["n"] == 2
-    text = page.render(s)
+    text = run_page.render(s)
     assert "## Where the outcome moves" in text and "TU starts" in text
 
     rf = validate("reasoningflow", [DATA / "reasoningflow"], mapping.load(MAPPINGS / "reasoningflow.yaml"),
@@ -208,7 +208,7 @@ def test_validate_on_real_corpus_step_labels(encoder, params):
 def test_the_validity_page_is_generated_from_its_committed_run():
     summary = json.loads((ROOT / DOCS_RUN / "summary.json").read_text())
     text = (ROOT / "docs" / "validity.md").read_text()
-    assert page.block(text) == page.render(summary, None, DOCS_RUN, "docs/validity.md"), (
+    assert run_page.block(text) == run_page.render(summary, None, DOCS_RUN, "docs/validity.md"), (
         "docs/validity.md's generated block differs from its run: rerun the command shown in the block")
     assert summary["mapping"]["file"] == "config/validity/step_labels.yaml"
     assert summary["mapping"]["nodes"] == mapping.load(MAPPINGS / "step_labels.yaml").nodes
@@ -216,7 +216,7 @@ def test_the_validity_page_is_generated_from_its_committed_run():
     assert not math.isnan(summary["node_types"]["kappa"])
     from thinkprobe.validity import typer_page  # the two typers' block (tests/test_learned_typer.py)
 
-    outside = text.replace(page.block(text), "").replace(typer_page.block(text) or "", "")
+    outside = text.replace(run_page.block(text), "").replace(typer_page.block(text) or "", "")
     assert not re.search(r"\d\.\d", outside), "a number outside the generated block of docs/validity.md"
 
 
@@ -224,10 +224,10 @@ def test_the_validity_page_is_generated_from_its_committed_run():
 def test_a_page_with_markers_keeps_its_text(tmp_path):
     summary = json.loads((ROOT / DOCS_RUN / "summary.json").read_text())
     p = tmp_path / "p.md"
-    p.write_text(f"# Mine\n\nprose\n\n{page.BEGIN}\nSTALE-RUN\n{page.END}\n\nafter\n")
-    text = page.write(p, summary, None, "x")
-    assert text.startswith("# Mine\n\nprose\n\n") and text.endswith(f"{page.END}\n\nafter\n")
-    assert "STALE-RUN" not in text and page.block(text) == page.render(summary, None, "x", str(p))
+    p.write_text(f"# Mine\n\nprose\n\n{run_page.BEGIN}\nSTALE-RUN\n{run_page.END}\n\nafter\n")
+    text = run_page.write(p, summary, None, "x")
+    assert text.startswith("# Mine\n\nprose\n\n") and text.endswith(f"{run_page.END}\n\nafter\n")
+    assert "STALE-RUN" not in text and run_page.block(text) == run_page.render(summary, None, "x", str(p))
 
 
 @pytest.mark.fast

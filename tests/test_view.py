@@ -55,7 +55,7 @@ def _graph(types, edges):
 
 @pytest.mark.fast
 def test_only_typed_edges_become_arcs():
-    from thinkprobe.view.page import typed_arcs
+    from thinkprobe.view.trace_page import typed_arcs
 
     g = _graph(["HYP", "SPC", "CRT", "SYN"], [(0, 1, "SEQ"), (1, 2, "SEQ"), (2, 3, "SEQ"), (0, 1, "ELAB"),
                                               (1, 2, "BRCH"), (2, 0, "BACK"), (3, 0, "SYNT"), (3, 1, "SYNT"),
@@ -79,7 +79,7 @@ def test_radar_of_a_constant_profile_is_a_pentagon_not_a_line():
 
 @pytest.mark.fast
 def test_profile_scores_average_each_dimension():
-    from thinkprobe.view.page import profile_scores
+    from thinkprobe.view.trace_page import profile_scores
 
     scores = profile_scores({"A": 1.0, "B": -3.0, "C": None}, {"d1": ["A", "B"], "d2": ["C"]})
     assert scores == {"d1": -1.0, "d2": None}
@@ -139,7 +139,7 @@ def test_bidirectional_controls_are_shown_and_isolated_in_every_page_kind():
     import pandas as pd
 
     from thinkprobe.view.display import plain, shown
-    from thinkprobe.view.summary import model_page
+    from thinkprobe.view.model_page import model_page
     from thinkprobe.view.tables import table_page
 
     evil = "evil\u202eledom"

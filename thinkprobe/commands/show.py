@@ -35,7 +35,7 @@ def add_parser(sub) -> argparse.ArgumentParser:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..view.page import write_page
+    from ..view.trace_page import write_page
     from ..stages.page_sources import page_from_results, page_from_trace
 
     params = analysis_params(args)

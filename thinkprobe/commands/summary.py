@@ -1,4 +1,4 @@
-"""``thinkprobe summary``: the command line of :mod:`thinkprobe.stats.summary`, :mod:`thinkprobe.stats.pages`,
+"""``thinkprobe summary``: the command line of :mod:`thinkprobe.stats.results_text`, :mod:`thinkprobe.stats.page_blocks`,
 :mod:`thinkprobe.study.snapshot` and :mod:`thinkprobe.study.retake`; registering the subcommand imports none of
 them (no pandas: ``thinkprobe --help`` starts in a fraction of a second)."""
 
@@ -52,7 +52,7 @@ def run(args: argparse.Namespace) -> int:
         print("\n".join(stale) if stale else f"{args.stale}: up to date")
         return 1 if stale else 0
     if args.pages or args.readme:
-        from ..stats.pages import DEFAULT_PAGES, update_pages
+        from ..stats.page_blocks import DEFAULT_PAGES, update_pages
 
         pages = (args.readme,) if args.readme else DEFAULT_PAGES
         print(f"{update_pages(pages)} results block(s) regenerated in {', '.join(pages)}", file=sys.stderr)
@@ -63,7 +63,7 @@ def run(args: argparse.Namespace) -> int:
         dest = snapshot(args.stats_dir, args.snapshot, args.run_command or "(not recorded)")
         print(f"snapshot: {dest}", file=sys.stderr)
         return 0
-    from ..stats.summary import summary_text
+    from ..stats.results_text import summary_text
 
     print(summary_text(args.stats_dir), end="")
     return 0

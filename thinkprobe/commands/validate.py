@@ -31,7 +31,7 @@ def add_parser(sub) -> argparse.ArgumentParser:
     va.add_argument("--limit", type=int, default=None, metavar="N", help="first N traces of each path only")
     va.add_argument("--out", metavar="DIR", help="write summary.json and traces.csv (one row per trace, exclusions with their reason)")
     va.add_argument("--page", metavar="FILE", help="write the run's Markdown page (a page holding the markers of "
-                                                   "thinkprobe.validity.page keeps its text: the run goes between them)")
+                                                   "thinkprobe.validity.run_page keeps its text: the run goes between them)")
     va.add_argument("--title", default=None, help="the page's title (default: Validity run)")
     add_params_options(va)
     va.set_defaults(func=run)

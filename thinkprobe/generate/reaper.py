@@ -355,15 +355,17 @@ def cleaning() -> bool:
 
 
 def live_owned() -> set[str]:
-    """The ``/dev/shm`` names that an engine still alive owns: the record of every watchdog whose job or watchdog
-    runs, and the segments that record lists. They are not left over (their watchdog cleans them when the job
-    ends), whoever started them: a second test session on the same machine, say. The test suite's end-of-session
-    check (tests/conftest.py) leaves them out."""
+    """The ``/dev/shm`` names that an engine still alive owns: the record of every watchdog that still runs, and
+    the segments that record lists. They are not left over (their watchdog cleans them when the job ends),
+    whoever started them: a second test session on the same machine, say. The test suite's end-of-session check
+    (tests/conftest.py) leaves them out. Only the watchdog counts: a record whose watchdog is gone has nobody to
+    remove it, however long its job runs (in the suite the job is often the pytest process itself, alive at the
+    check), so it is left over."""
     owned: set[str] = set()
     for name in _listing():
         if name.startswith(RECORD_PREFIX) and name.endswith(".json"):
             record = _read_record(os.path.join(SHM, name))
-            if record and any(record.get(k) and alive(*record[k]) for k in ("job", "watchdog")):
+            if record and record.get("watchdog") and alive(*record["watchdog"]):
                 owned.add(name)
                 owned.update(str(seg) for seg in record.get("segments") or [])
     return owned

@@ -7,7 +7,7 @@ and continuation document (``results/continuations/...``, for the checkpoints' c
 :func:`page_from_trace` analyses one trace of a trace file on the fly (the full pipeline) and shows it
 against the bundled reference.
 
-Both return a :class:`PageData`; :mod:`thinkprobe.view.page` turns it into HTML. The structure x dynamics
+Both return a :class:`PageData`; :mod:`thinkprobe.view.trace_page` turns it into HTML. The structure x dynamics
 intervals are computed with :func:`thinkprobe.trajectories.join.join_trace` on the graph the page shows,
 so what the page flags is what the join counts.
 """
@@ -232,6 +232,6 @@ def page_modules() -> list[str]:
     """The thinkprobe modules behind a page and the package files they read (its templates, style sheet and
     script, the bundled reference), derived from the imports (:mod:`thinkprobe.codedeps`)."""
     from ..codedeps import code_modules
-    from ..view.page import render_page
+    from ..view.trace_page import render_page
 
     return code_modules(page_from_results, page_from_trace, render_page)

@@ -270,11 +270,11 @@ def claims_stage(tables: dict[str, str], metrics_path: str, cycles_path: str | N
 
 
 def summary_stage(kruskal_path: str, out: str) -> str:
-    """``summary.md``: the results summary (:mod:`.summary`) of the tables beside ``kruskal_path``."""
+    """``summary.md``: the results summary (:mod:`thinkprobe.stats.results_text`) of the tables beside ``kruskal_path``."""
     from pathlib import Path
 
     from ..outputs import atomic_write_bytes
-    from ..stats.summary import summary_text
+    from ..stats.results_text import summary_text
 
     text = summary_text(Path(kruskal_path).parent)
     atomic_write_bytes(out, text.encode("utf-8"))

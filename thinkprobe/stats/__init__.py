@@ -19,7 +19,7 @@ profiles) and return tables; the workflow's ``stats`` rules write them to ``resu
 - :mod:`.exact`: Spearman's rho with an exact permutation p for a handful of models.
 - :mod:`.bootstrap`: the cluster bootstrap over prompts behind the checks' intervals.
 - :mod:`.claims`: the checks against the paper: replications, identities, not comparable.
-- :mod:`.summary`, :mod:`.pages`, :mod:`.snapshot`, :mod:`.retake`: the results as Markdown, the generated
+- :mod:`.results_text`, :mod:`.page_blocks`, :mod:`.snapshot`, :mod:`.retake`: the results as Markdown, the generated
   blocks of the documentation, the committed snapshot they are generated from (stale tables, re-derivation),
   and its re-take.
 - :mod:`.config_checks`: the ``stats`` section's checks, run with the configuration.

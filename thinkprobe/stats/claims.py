@@ -19,7 +19,7 @@
 
 :func:`claims_table` computes every row (rule ``stats_claims``, table ``claims.parquet``) from the per-trace
 tables (``metrics``, ``cycles``, ``ablation_traces``) and the study's statistics tables;
-:mod:`.summary` renders it.
+:mod:`.results_text` renders it.
 """
 
 from __future__ import annotations

@@ -88,7 +88,7 @@ def radar_per_model(profiles: pd.DataFrame, outputs: Sequence[str], provenance: 
     dims = [d for d in DIMENSIONS if d in models.columns]
     if models.empty or not dims:
         return _empty(outputs, "5D cognitive profile per model", "no analysed traces", provenance)
-    from ..figures import radar_positions
+    from ..report_figures import radar_positions
 
     values = models[dims].to_numpy(dtype=float)
     # inner ring = lowest model, outer = highest; an axis where all models are equal (one model included)

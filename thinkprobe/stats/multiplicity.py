@@ -64,7 +64,7 @@ def ranking_identity(weights_json: str) -> bool:
 
 
 def page_pvalues(tables: dict) -> "pd.DataFrame":
-    """Every p-value the results page shows (:mod:`.summary`), one row each, with Holm's adjustment over all
+    """Every p-value the results page shows (:mod:`.results_text`), one row each, with Holm's adjustment over all
     of them together (one family: the page) in ``p_holm``.
 
     Sources: the kruskal table's permutation p (every grouping and target) and Friedman p (model), the

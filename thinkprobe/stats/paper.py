@@ -1,7 +1,7 @@
 """The ThinkProbe paper's reported results, in one place: what the study summary compares each finding with.
 
 These are the paper's published numbers (4,200 traces, 7 models, 10 domains), not constants of the
-analysis (those live in the config): :mod:`.summary` prints them in its "paper" column and :mod:`.claims`
+analysis (those live in the config): :mod:`.results_text` prints them in its "paper" column and :mod:`.claims`
 tests this run against them. Each entry cites where in the paper it is stated.
 """
 

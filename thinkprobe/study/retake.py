@@ -2,7 +2,7 @@
 
     thinkprobe summary --retake docs/results/corpus-study --corpus CORPUS_DIR
 
-It sits above both :mod:`.snapshot` (what a snapshot holds) and :mod:`thinkprobe.stats.pages` (the
+It sits above both :mod:`.snapshot` (what a snapshot holds) and :mod:`thinkprobe.stats.page_blocks` (the
 documentation blocks rendered from a snapshot), so that neither imports the other back.
 """
 
@@ -16,7 +16,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from ..stats.pages import DEFAULT_PAGES, update_pages
+from ..stats.page_blocks import DEFAULT_PAGES, update_pages
 from .snapshot import DEFAULT_SNAPSHOT, STUDY_CONFIG, run_ablation_sets, snapshot, study_override
 
 

@@ -1,11 +1,11 @@
 """The committed snapshot of a study's results: what it holds, when it is stale, how it is re-derived and re-taken.
 
 A snapshot (``docs/results/<name>/``) is what the documentation quotes: the statistics tables the summary
-reads (:data:`thinkprobe.stats.summary.SNAPSHOT_TABLES`), the per-trace tables behind them (:data:`TRACE_TABLES`: the
+reads (:data:`thinkprobe.stats.results_text.SNAPSHOT_TABLES`), the per-trace tables behind them (:data:`TRACE_TABLES`: the
 metrics of every trace, the cycle census of every graph, the layer ablation's per-trace values), the layer
 ablation of a few corpus sets beside the paper's Table 6 (``ablate-<set>.parquet``, :data:`ABLATION_SETS`),
 and ``run.json``: commit, date, command, how long each step took, the code hash of every table
-(:func:`table_code`) and the claim register it was checked against (:func:`register_record`). Everything in the pages comes from these files through :mod:`thinkprobe.stats.pages`.
+(:func:`table_code`) and the claim register it was checked against (:func:`register_record`). Everything in the pages comes from these files through :mod:`thinkprobe.stats.page_blocks`.
 
 *Stale*: a table is stale when the code (or the configuration) that computes it has changed since the
 snapshot was taken: :func:`stale_tables` compares ``run.json``'s hashes with today's, and
@@ -39,8 +39,8 @@ from typing import Any
 
 import pandas as pd
 
-from ..stats.pages import ABLATION_SETS, DEFAULT_SNAPSHOT
-from ..stats.summary import RUN_FILE, SNAPSHOT_TABLES, load_tables
+from ..stats.page_blocks import ABLATION_SETS, DEFAULT_SNAPSHOT
+from ..stats.results_text import RUN_FILE, SNAPSHOT_TABLES, load_tables
 
 STUDY_CONFIG = "config/corpus-study.yaml"
 # the per-trace tables of a snapshot, and where a study's results folder holds them
@@ -228,7 +228,7 @@ def snapshot(results_dir: str | Path, dest: str | Path, command: str, name: str 
     checkout (``root``) to relative ones.
     """
     from ..outputs import atomic_write_bytes
-    from ..stats.summary import markdown, read_run
+    from ..stats.results_text import markdown, read_run
 
     src = Path(results_dir)
     stats = src / "stats" if (src / "stats" / "kruskal.parquet").exists() else src

@@ -77,7 +77,7 @@ class WorkflowPlan:
     jobs: Any
     """The planner's estimate of every generation job (:func:`thinkprobe.study.planner.plan_study`)."""
     page_units: list[str]
-    """Units with a trace page (:func:`thinkprobe.stages.pages.page_units`): the first ``pages.per_model`` of each
+    """Units with a trace page (:func:`thinkprobe.stages.trace_pages.page_units`): the first ``pages.per_model`` of each
     model and, with ``pages.trajectories``, every unit with an answer-distribution trajectory."""
     pages_show_trajectories: bool
     """Whether the trace pages show trajectories (some page unit has one): the pages job then reads them."""
@@ -152,7 +152,7 @@ def workflow_plan(config: Mapping[str, Any], workdir: str = ".", *, schema: str,
     from ..generate.datasets import hub_sets, prepare as prepare_datasets
     from ..generate.lock import LockError, check_models, lock_path, read_lock, relock_requested
     from ..rerun_tokens import pending as retry_pending
-    from ..stages import batches as _batches, pages as _pages
+    from ..stages import batches as _batches, trace_pages as _pages
     from ..traces import run_name
     from ..trajectories import batches as traj_batches
     from ..units import InputError, discover, no_traces_message

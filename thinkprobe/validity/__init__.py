@@ -11,7 +11,7 @@ measures the rest on published annotation formats, one reader per format (:mod:`
 - :mod:`.compare`: the scores of one trace (boundaries, node types per sentence, edges per type, and where
   the outcome measure moves);
 - :mod:`.run`: a whole annotated set through the pipeline, the per-trace exclusions, the pooled summary;
-- :mod:`.page`: the Markdown page of one run.
+- :mod:`.run_page`: the Markdown page of one run.
 """
 
 #: The defaults of ``thinkprobe validate`` and :func:`thinkprobe.validity.run.validate` (one home; this module

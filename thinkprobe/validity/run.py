@@ -150,11 +150,11 @@ def write_outputs(result: Validation, out: str | Path | None, page_path: str | P
                   title: str | None) -> None:
     """What ``thinkprobe validate`` and the workflow's ``validate_set`` write (one home for both): under ``out``
     the pooled ``summary.json`` and ``traces.csv`` (one row per trace, exclusions with their reason), and the
-    run's Markdown page at ``page_path`` (:func:`thinkprobe.validity.page.write`)."""
+    run's Markdown page at ``page_path`` (:func:`thinkprobe.validity.run_page.write`)."""
     import pandas as pd
 
     from ..outputs import atomic_write_text, write_json
-    from . import page
+    from . import run_page
 
     if out is not None:
         out = Path(out)
@@ -162,4 +162,4 @@ def write_outputs(result: Validation, out: str | Path | None, page_path: str | P
         write_json(out / "summary.json", result.summary)
         atomic_write_text(out / "traces.csv", pd.DataFrame(result.rows).to_csv(index=False))
     if page_path:
-        page.write(page_path, result.summary, title, None if out is None else str(out))
+        run_page.write(page_path, result.summary, title, None if out is None else str(out))

@@ -111,7 +111,7 @@ def figure(table: pd.DataFrame, out_path: str, provenance: str = "") -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from ..figures import _footer
+    from ..report_figures import _footer
 
     dims = [d for d in DIMENSIONS if d in set(table.loc[table["section"] == "dimension", "item"])]
     fig, axes = plt.subplots(1, max(len(dims), 1), figsize=(3.2 * max(len(dims), 1), 3.4), squeeze=False)

@@ -1,4 +1,4 @@
-"""What one trace page shows: the data :mod:`thinkprobe.stages.page_sources` gathers and :mod:`thinkprobe.view.page`
+"""What one trace page shows: the data :mod:`thinkprobe.stages.page_sources` gathers and :mod:`thinkprobe.view.trace_page`
 renders (a leaf, so the page imports no source reader)."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from ..vocabulary import DIMENSIONS
 
 @dataclass
 class PageData:
-    """Everything one trace page shows (see :func:`thinkprobe.view.page.render_page`)."""
+    """Everything one trace page shows (see :func:`thinkprobe.view.trace_page.render_page`)."""
 
     title: str
     unit: str

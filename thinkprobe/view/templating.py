@@ -1,8 +1,8 @@
 """The pages' templates: jinja2, autoescaping on, loaded once per process.
 
 The markup of every page lives in ``thinkprobe/view/templates/`` (package data): ``trace_page.html.j2`` (a
-trace page, :mod:`.page`), ``table_page.html.j2`` (a report table, :mod:`.tables`), ``model_summary.html.j2``
-(a model's summary, :mod:`.summary`), both of the latter extending ``report_page.html.j2``, and the two
+trace page, :mod:`.trace_page`), ``table_page.html.j2`` (a report table, :mod:`.tables`), ``model_summary.html.j2``
+(a model's summary, :mod:`.model_page`), both of the latter extending ``report_page.html.j2``, and the two
 charts ``radar.svg.j2`` and ``distribution.svg.j2`` (:mod:`.svg`). The Python side computes what a page
 shows (values, positions, colours); the templates write it.
 

@@ -6,7 +6,7 @@ with job_log(snakemake.log[0]) as log:
     import pandas as pd
 
     from thinkprobe import __version__
-    from thinkprobe.figures import metric_heatmap, radar
+    from thinkprobe.report_figures import metric_heatmap, radar
     from thinkprobe.outputs import sha256_file
 
     source = snakemake.input[0]

@@ -3,7 +3,7 @@
 from thinkprobe.stages.joblog import job_log
 
 with job_log(snakemake.log[0]) as log:
-    from thinkprobe.view.summary import write_model_pages
+    from thinkprobe.view.model_page import write_model_pages
 
     n = write_model_pages(snakemake.params.models, list(snakemake.output), snakemake.input.profiles,
                           snakemake.input.exclusions, snakemake.input.traces or None, snakemake.params.pages)

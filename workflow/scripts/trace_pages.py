@@ -3,7 +3,7 @@
 from thinkprobe.stages.joblog import job_log
 
 with job_log(snakemake.log[0]) as log:
-    from thinkprobe.stages.pages import write_pages
+    from thinkprobe.stages.trace_pages import write_pages
 
     from thinkprobe.outputs import write_json
 

@@ -37,7 +37,7 @@ def write_pages(units: Sequence[str], outputs: Sequence[str], results: str, anal
                 tau: float, log=sys.stderr) -> dict[str, int]:
     """Write the page of each unit to the matching output; returns counts (ok, excluded, failed)."""
     from ..params import Params
-    from ..view.page import write_page
+    from ..view.trace_page import write_page
     from .page_sources import PageData, analyse_text, page_from_results, results_reference
 
     params = Params.from_dict({k: dict(v) for k, v in analysis.items()})

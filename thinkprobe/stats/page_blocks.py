@@ -3,7 +3,7 @@
 A block is delimited by ``<!-- results:KIND DIR -->`` and ``<!-- /results -->`` (``<!-- results: DIR -->`` is
 the full summary); ``DIR`` is a snapshot folder (:mod:`thinkprobe.study.snapshot`) and ``KIND`` one of :data:`BLOCKS`:
 
-- ``summary``: the full results (:func:`.summary.markdown`);
+- ``summary``: the full results (:func:`.results_text.markdown`);
 - ``headline``: a few lines for the README: the replication counts and a link to the results page;
 - ``ablation-sets``: the layer ablation of the corpus sets beside the paper's Table 6, with what the numbers
   show and, marked as hypotheses, what might explain a difference;
@@ -60,7 +60,7 @@ def _pct(x: Any, nd: int = 0) -> str:
 
 
 def _snapshot(folder: Path):
-    from .summary import load_tables, read_run
+    from .results_text import load_tables, read_run
 
     return load_tables(folder), read_run(folder) or {}
 
@@ -68,7 +68,7 @@ def _snapshot(folder: Path):
 # ------------------------------------------------------------------------------------------------ blocks
 
 def summary_block(folder: Path, shown: str) -> str:
-    from .summary import markdown
+    from .results_text import markdown
 
     tables, run = _snapshot(folder)
     return markdown(tables, run or None, shown)
@@ -86,7 +86,7 @@ def headline_block(folder: Path, shown: str, page: str = "README.md") -> str:
     c = counts(tables["claims"]) if "claims" in tables else None
     lines = [f"Corpus study: {size} (snapshot `{shown}`, commit {run.get('commit', '?')}, {run.get('date', '?')})."]
     if c and "register" not in tables["claims"]:
-        from .summary import PREDATES
+        from .results_text import PREDATES
 
         lines += ["", PREDATES, ""]
     elif c:
@@ -220,7 +220,7 @@ def ablation_sets_block(folder: Path, shown: str) -> str:
 
 
 def reading_block(folder: Path, shown: str) -> str:
-    from .summary import chance_count
+    from .results_text import chance_count
 
     tables, _ = _snapshot(folder)
     k = tables["kruskal"]

@@ -7,7 +7,7 @@
 Nothing is estimated here: every cell is read from one of the tables the ``stats`` rules write (the checks
 against the paper from ``claims.parquet``, :mod:`.claims`), and every row names that table. The paper's
 column comes from :mod:`.paper`. The snapshot that the documentation quotes is :mod:`.snapshot`'s; the
-generated blocks of the Markdown pages are :mod:`.pages`'.
+generated blocks of the Markdown pages are :mod:`.page_blocks`'.
 
 Cycle counts from a census stopped at ``stats.cycle_cap`` are lower bounds; they are printed with ``>=``
 whenever a trace of that subgraph hit the cap. p-values of permutation tests are Holm-adjusted within each
