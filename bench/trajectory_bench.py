@@ -283,7 +283,8 @@ def held_out_bench(args) -> None:
     (``tests/data/answer_labels_heldout.jsonl``, held out until its misses were fixed), ``--held-out-2`` the
     second (``tests/data/answer_labels_heldout2.jsonl``, held out until three classes of its misses were fixed:
     in-sample since, no longer held out; bench/README.md gives its figure before any fix), ``--held-out-3`` the
-    third (``tests/data/answer_labels_heldout3.jsonl``, measured once and left unfixed: held out). All are real answers
+    third (``tests/data/answer_labels_heldout3.jsonl``, held out until its three choice misses were fixed: in-sample
+    since; bench/README.md gives its figure before the fix). All are real answers
     that are not in the fixture the extractor was first built on, each labelled by reading it. Per task
     and form, and per task and model: agreement with the reader's label, wrong labels, and the null rate split
     into "states no answer" (the reader reads none either: no statement, a cut text, or a hedge such as "maybe
@@ -410,8 +411,8 @@ def main() -> None:
                     help="--answer-labels: the second development set (tests/data/answer_labels_heldout2.jsonl; "
                          "held out until its misses were fixed, in-sample since, no longer held out) instead")
     ap.add_argument("--held-out-3", action="store_true",
-                    help="--answer-labels: the third labelled set (tests/data/answer_labels_heldout3.jsonl; measured "
-                         "once with no change to the extractor: held out) instead")
+                    help="--answer-labels: the third development set (tests/data/answer_labels_heldout3.jsonl; "
+                         "held out until its choice misses were fixed, in-sample since) instead")
     args = ap.parse_args()
     if args.answer_labels:
         answer_labels_bench(args)
