@@ -211,7 +211,7 @@ def answer_labels_bench(args) -> None:
     from table import print_table
 
     sys.path.append(str(ROOT))  # tests.answer_fixture; thinkprobe from PYTHONPATH first (a before tree)
-    if args.held_out or args.held_out_2:
+    if args.held_out or args.held_out_2 or args.held_out_3:
         return held_out_bench(args)
     from tests.answer_fixture import fixture_rows, row_choices, row_text
     from thinkprobe.trajectories.parsing import parse_answer
@@ -282,7 +282,9 @@ def held_out_bench(args) -> None:
     """Agreement on a labelled development set (issue 33): ``--held-out`` the first
     (``tests/data/answer_labels_heldout.jsonl``, held out until its misses were fixed), ``--held-out-2`` the
     second (``tests/data/answer_labels_heldout2.jsonl``, held out until three classes of its misses were fixed:
-    in-sample since, no longer held out; bench/README.md gives its figure before any fix). Both are real answers
+    in-sample since, no longer held out; bench/README.md gives its figure before any fix), ``--held-out-3`` the
+    third (``tests/data/answer_labels_heldout3.jsonl``, held out until its three choice misses were fixed: in-sample
+    since; bench/README.md gives its figure before the fix). All are real answers
     that are not in the fixture the extractor was first built on, each labelled by reading it. Per task
     and form, and per task and model: agreement with the reader's label, wrong labels, and the null rate split
     into "states no answer" (the reader reads none either: no statement, a cut text, or a hedge such as "maybe
@@ -298,7 +300,8 @@ def held_out_bench(args) -> None:
     corpus = Path(args.corpus or os.environ.get("THINKPROBE_CORPUS") or "")
     if not (corpus / "thought-branches").is_dir():
         sys.exit("--held-out needs the real-trace corpus: pass --corpus DIR or set THINKPROBE_CORPUS")
-    rows_of, text_of = ((fx.held_out_2_rows, fx.held_out_2_text) if args.held_out_2
+    rows_of, text_of = ((fx.held_out_3_rows, fx.held_out_3_text) if args.held_out_3
+                        else (fx.held_out_2_rows, fx.held_out_2_text) if args.held_out_2
                         else (fx.held_out_rows, fx.held_out_text))
     scored = []
     for r in rows_of():
@@ -407,6 +410,9 @@ def main() -> None:
     ap.add_argument("--held-out-2", action="store_true",
                     help="--answer-labels: the second development set (tests/data/answer_labels_heldout2.jsonl; "
                          "held out until its misses were fixed, in-sample since, no longer held out) instead")
+    ap.add_argument("--held-out-3", action="store_true",
+                    help="--answer-labels: the third development set (tests/data/answer_labels_heldout3.jsonl; "
+                         "held out until its choice misses were fixed, in-sample since) instead")
     args = ap.parse_args()
     if args.answer_labels:
         answer_labels_bench(args)

@@ -14,18 +14,19 @@ from pathlib import Path
 FIXTURE = Path(__file__).resolve().parent / "data" / "answer_labels.jsonl"
 
 
+def _rows(path: Path) -> list[dict]:
+    """The rows of a labelled set (one JSON object a line)."""
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+
+
 def fixture_rows() -> list[dict]:
-    return [json.loads(line) for line in FIXTURE.read_text(encoding="utf-8").splitlines() if line.strip()]
+    return _rows(FIXTURE)
 
 
 def row_text(row: dict, corpus: Path) -> str:
-    """The answer text of a row: stored, or the tail of the corpus record's answer after ``</think>``."""
-    if row["text"] is not None:
-        return row["text"]
-    records = json.loads((corpus / row["source"]).read_text(encoding="utf-8"))
-    response = records[int(row["record"].removeprefix("row="))]["response"]
-    answer = response[response.find("</think>") + len("</think>"):].strip()
-    return answer[-row["tail_chars"]:]
+    """The answer text of a row: stored, or the tail of the corpus record's answer after ``</think>``
+    (:func:`corpus_tail`, which every labelled set shares)."""
+    return corpus_tail(row, corpus)
 
 
 def row_choices(row: dict):
@@ -48,16 +49,13 @@ def held_out_rows() -> list[dict]:
     a letter, a number or fraction as written; None: the text states no answer), ``plain`` (False: the
     reader infers the choice from a paraphrase of an option, no letter and no option text), ``choices``
     (``[[key, text], ...]``, or None) and ``gold`` (the dataset's answer, where known)."""
-    return [json.loads(line) for line in HELD_OUT.read_text(encoding="utf-8").splitlines() if line.strip()]
+    return _rows(HELD_OUT)
 
 
 def held_out_text(row: dict, corpus: Path) -> str:
-    """A held-out row's text: stored, or the last ``tail_chars`` of the record's answer after ``</think>``."""
-    if row["text"] is not None:
-        return row["text"]
-    records = json.loads((corpus / row["source"]).read_text(encoding="utf-8"))
-    response = records[int(row["record"].split()[0].removeprefix("row="))]["full_response"]
-    return response[response.find("</think>") + len("</think>"):].strip()[-row["tail_chars"]:]
+    """A held-out row's text: stored, or the last ``tail_chars`` of the record's answer after ``</think>``
+    (:func:`corpus_tail`)."""
+    return corpus_tail(row, corpus)
 
 
 def held_out_choices(row: dict):
@@ -88,7 +86,7 @@ def held_out_2_rows() -> list[dict]:
     and measured once before any fix made after it; a development set since three classes of its misses were fixed
     against it (tests/test_answer_labels_heldout2.py). Rows as :func:`held_out_rows`'; ``form`` ``hedged`` marks a
     hedge ("maybe the answer is (D)", "I'm leaning towards ..."), which states no answer (``stated`` None)."""
-    return [json.loads(line) for line in HELD_OUT_2.read_text(encoding="utf-8").splitlines() if line.strip()]
+    return _rows(HELD_OUT_2)
 
 
 def answer_part(response: str) -> str:
@@ -105,8 +103,42 @@ def answer_part(response: str) -> str:
 def held_out_2_text(row: dict, corpus: Path) -> str:
     """A row's text: stored (thought-branches, MIT), or the last ``tail_chars`` of the corpus record's answer
     (:func:`answer_part` of ``response``, steering-thinking-llms, or ``full_response``, thinking-llms-interp)."""
+    return corpus_tail(row, corpus)
+
+
+def corpus_tail(row: dict, corpus: Path) -> str:
+    """A row's text: stored (``text``), or the last ``tail_chars`` of its corpus record (``record`` ``row=N ...``:
+    the N-th of the ``source`` file's records; ``response``, steering-thinking-llms, or ``full_response``,
+    thinking-llms-interp): its :func:`answer_part`, or with ``part`` ``reasoning`` the reasoning, the text before
+    ``</think>`` (all of a response that never reaches it), stripped."""
     if row["text"] is not None:
         return row["text"]
     records = json.loads((corpus / row["source"]).read_text(encoding="utf-8"))
     rec = records[int(row["record"].split()[0].removeprefix("row="))]
-    return answer_part(rec.get("response", rec.get("full_response")))[-row["tail_chars"]:]
+    response = rec.get("response", rec.get("full_response"))
+    if row.get("part") == "reasoning":
+        text = response[:response.find("</think>")] if "</think>" in response else response
+        return text.strip()[-row["tail_chars"]:]
+    return answer_part(response)[-row["tail_chars"]:]
+
+
+# ------------------------------------------------------------------ the third labelled set (issue 33, measured once)
+
+HELD_OUT_3 = Path(__file__).resolve().parent / "data" / "answer_labels_heldout3.jsonl"
+
+#: The forms of a row that states no answer (``stated`` None): no statement, a hedge, a reasoning cut before its answer.
+NO_ANSWER_FORMS = ("states_no_answer", "hedged", "cut_in_reasoning")
+
+
+def held_out_3_rows() -> list[dict]:
+    """The third labelled set (tests/data/answer_labels_heldout3.jsonl): real texts from corpus records that none of
+    :data:`FIXTURE`, :data:`HELD_OUT` and :data:`HELD_OUT_2` uses, each read and labelled by hand and committed
+    before the extractor was run on any of them, then measured once with no change to the extractor (the held-out
+    measure of bench/README.md, "Answer labels: a third held-out set"). Rows as :func:`held_out_2_rows`'; besides,
+    ``part`` ``reasoning`` (the text is the tail of the reasoning, the record having no answer after it) and form
+    ``cut_in_reasoning``: a reasoning cut by the run's token limit before it states an answer, which states none
+    (``stated`` None; ``leans`` keeps the value it was weighing last, where it names one)."""
+    return _rows(HELD_OUT_3)
+
+
+held_out_3_text = corpus_tail
