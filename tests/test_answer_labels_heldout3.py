@@ -15,7 +15,7 @@ import pytest
 
 from .answer_fixture import (FIXTURE, HELD_OUT, HELD_OUT_2, HELD_OUT_3, NO_ANSWER_FORMS, _rows, held_out_3_rows,
                              held_out_3_text, held_out_choices, held_out_expected)
-from .conftest import CORPUS, IN_CI, corpus_path
+from .conftest import CORPUS, corpus_path
 from thinkprobe.trajectories.parsing import parse_answer
 
 pytestmark = pytest.mark.fast
@@ -48,16 +48,10 @@ def _key(row: dict) -> str:
     return f"{row['record']} | {row['model']}"
 
 
-def _corpus_present() -> bool:
-    """Whether the corpus is there; absent, a skip on a developer's machine and a failure under CI (``CI=true``)."""
-    if not CORPUS.is_dir() and IN_CI:
-        pytest.fail(f"CI: the real-trace corpus is absent ({CORPUS}; set THINKPROBE_CORPUS)", pytrace=False)
-    return CORPUS.is_dir()
-
-
 def _text(row: dict) -> str:
+    """The row's text; a row read from the corpus skips the test, saying so, where the corpus is absent (the corpus
+    is data beside a developer's checkout, never part of a clone: its absence is no broken install step)."""
     if row["text"] is None:
-        _corpus_present()
         corpus_path(*row["source"].split("/"))
     return held_out_3_text(row, CORPUS)
 
@@ -83,9 +77,7 @@ def test_the_set_is_labelled_and_in_no_earlier_set():
 
 
 def test_every_row_resolves_in_the_corpus():
-    if not _corpus_present():
-        pytest.skip(f"real-trace corpus not available: {CORPUS} is absent "
-                    "(set THINKPROBE_CORPUS to a checkout of the shared corpus to run this test)")
+    corpus_path()  # skips, saying what is missing, where the corpus is absent
     for r in held_out_3_rows():
         text = _text(r)
         assert text.strip(), _key(r)
