@@ -122,6 +122,21 @@ def corpus_tail(row: dict, corpus: Path) -> str:
     return answer_part(response)[-row["tail_chars"]:]
 
 
+def row_key(row: dict) -> str:
+    """A labelled row's name in the tests' lists (``NOT_AS_READ``): its record and model."""
+    return f"{row['record']} | {row['model']}"
+
+
+def set_text(row: dict) -> str:
+    """A labelled set's row text (:func:`corpus_tail`) from the tests' corpus; a row read from the corpus skips the
+    test, saying so, where the corpus is absent (data beside a developer's checkout, never part of a clone)."""
+    from .conftest import CORPUS, corpus_path
+
+    if row["text"] is None:
+        corpus_path(*row["source"].split("/"))
+    return corpus_tail(row, CORPUS)
+
+
 # ------------------------------------------------------------------ the third labelled set (issue 33, measured once)
 
 HELD_OUT_3 = Path(__file__).resolve().parent / "data" / "answer_labels_heldout3.jsonl"

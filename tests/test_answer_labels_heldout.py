@@ -15,8 +15,7 @@ from __future__ import annotations
 
 import pytest
 
-from .answer_fixture import HELD_OUT, held_out_choices, held_out_expected, held_out_rows, held_out_text
-from .conftest import CORPUS, corpus_path
+from .answer_fixture import HELD_OUT, held_out_choices, held_out_expected, held_out_rows, set_text
 from thinkprobe.trajectories.parsing import parse_answer
 
 pytestmark = pytest.mark.fast
@@ -35,10 +34,7 @@ KNOWN_MISSES = {
 }
 
 
-def _text(row: dict) -> str:
-    if row["text"] is None:
-        corpus_path(*row["source"].split("/"))
-    return held_out_text(row, CORPUS)
+_text = set_text
 
 
 def test_the_held_out_set_is_labelled_and_not_in_the_fixture():

@@ -15,9 +15,8 @@ import json
 
 import pytest
 
-from .answer_fixture import (FIXTURE, HELD_OUT, HELD_OUT_2, held_out_2_rows, held_out_2_text, held_out_choices,
-                             held_out_expected)
-from .conftest import CORPUS, corpus_path
+from .answer_fixture import (FIXTURE, HELD_OUT, HELD_OUT_2, held_out_2_rows, held_out_choices,
+                             held_out_expected, row_key, set_text)
 from thinkprobe.trajectories.parsing import parse_answer
 
 pytestmark = pytest.mark.fast
@@ -44,14 +43,7 @@ NOT_AS_READ = {
 }
 
 
-def _key(row: dict) -> str:
-    return f"{row['record']} | {row['model']}"
-
-
-def _text(row: dict) -> str:
-    if row["text"] is None:
-        corpus_path(*row["source"].split("/"))
-    return held_out_2_text(row, CORPUS)
+_key, _text = row_key, set_text
 
 
 def test_the_set_is_labelled_and_in_neither_earlier_set():

@@ -14,8 +14,8 @@ from __future__ import annotations
 import pytest
 
 from .answer_fixture import (FIXTURE, HELD_OUT, HELD_OUT_2, HELD_OUT_3, NO_ANSWER_FORMS, _rows, held_out_3_rows,
-                             held_out_3_text, held_out_choices, held_out_expected)
-from .conftest import CORPUS, corpus_path
+                             held_out_choices, held_out_expected, row_key, set_text)
+from .conftest import corpus_path
 from thinkprobe.trajectories.parsing import parse_answer
 
 pytestmark = pytest.mark.fast
@@ -44,16 +44,7 @@ NOT_AS_READ = {
 }
 
 
-def _key(row: dict) -> str:
-    return f"{row['record']} | {row['model']}"
-
-
-def _text(row: dict) -> str:
-    """The row's text; a row read from the corpus skips the test, saying so, where the corpus is absent (the corpus
-    is data beside a developer's checkout, never part of a clone: its absence is no broken install step)."""
-    if row["text"] is None:
-        corpus_path(*row["source"].split("/"))
-    return held_out_3_text(row, CORPUS)
+_key, _text = row_key, set_text
 
 
 def test_the_set_is_labelled_and_in_no_earlier_set():
