@@ -153,10 +153,10 @@ def _to_12_digits(frame: pd.DataFrame) -> pd.DataFrame:
         return v
 
     def cell(text):
-        if not isinstance(text, str) or text[:1] not in "[{":
+        if not (isinstance(text, str) and text.startswith(("[", "{"))):
             return text
         try:
-            return json.dumps(fix(json.loads(text)), sort_keys=True)
+            return json.dumps(fix(json.loads(text)))
         except ValueError:
             return text
 
